@@ -187,8 +187,9 @@ LogicalResult GraphOp::verifyRegions() {
       Role role = getArgRole(arg.getArgNumber());
       if (role == Role::Input || role == Role::Weight || role == Role::Meta)
         return op.emitOpError()
-               << "writes '" << getArgName(arg.getArgNumber()) << "', a "
-               << stringifyRole(role) << " buffer; only output and cache "
+               << "writes '" << getArgName(arg.getArgNumber()) << "', "
+               << (role == Role::Input ? "an " : "a ") << stringifyRole(role)
+               << " buffer; only output and cache "
                << "arguments and loom.alloc buffers may be written";
     }
   }

@@ -41,9 +41,12 @@ TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (regsPerWorker < 0)
     return emitError() << "target 'regs_per_worker' must not be negative, got "
                        << regsPerWorker;
-  if (hbmGbps <= 0 || bf16Tflops <= 0)
-    return emitError()
-           << "target 'hbm_gbps' and 'bf16_tflops' must be positive";
+  if (hbmGbps <= 0)
+    return emitError() << "target 'hbm_gbps' must be positive, got "
+                       << hbmGbps;
+  if (bf16Tflops <= 0)
+    return emitError() << "target 'bf16_tflops' must be positive, got "
+                       << bf16Tflops;
   return success();
 }
 

@@ -141,6 +141,11 @@ int64_t trailingProduct(const Buf &b, int64_t from) {
 
 bool known(int64_t dim) { return !ShapedType::isDynamic(dim); }
 
+/// A dimension for a message: its size, or `?` when dynamic.
+std::string dimString(int64_t dim) {
+  return known(dim) ? std::to_string(dim) : "?";
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -173,10 +178,12 @@ LogicalResult SliceOp::verify() {
   for (int64_t i = 0; c.isOk() && i < res.rank(); ++i)
     c.sameDim(src, i + 1, res, i);
   c.sameElementType(src, res);
+  if (!c.isOk())
+    return failure();
   int64_t index = getIndex();
   c.require(index >= 0 && (!known(src.dim(0)) || index < src.dim(0)),
             "index " + Twine(index) + " is out of range for a leading "
-            "dimension of " + Twine(src.dim(0)));
+            "dimension of " + dimString(src.dim(0)));
   return c.result();
 }
 
@@ -228,7 +235,7 @@ LogicalResult RopeOp::verify() {
       .require(!known(headDim) || headDim % 2 == 0,
                "head dimension must be even, got " + Twine(headDim))
       .require(rot > 0 && rot % 2 == 0 && (!known(headDim) || rot <= headDim),
-               "'rotary_dim' must be even and in (0, " + Twine(headDim) +
+               "'rotary_dim' must be even and in (0, " + dimString(headDim) +
                    "], got " + Twine(rot))
       .positive(getTheta().convertToDouble(), "theta")
       .result();

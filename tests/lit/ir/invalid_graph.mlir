@@ -190,7 +190,7 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>)
 
 #t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
 loom.graph @g target(#t) (input %a : memref<8xbf16>, input %b : memref<8xbf16>) {
-  // expected-error @+1 {{'loom.add' op writes 'b', a input buffer; only output and cache arguments and loom.alloc buffers may be written}}
+  // expected-error @+1 {{'loom.add' op writes 'b', an input buffer; only output and cache arguments and loom.alloc buffers may be written}}
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
 }
 
@@ -199,7 +199,7 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, input %b : memref<8xbf16>) 
 #t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
 // In place on an input.
 loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<8xbf16>, output %y : memref<4x8xbf16>) {
-  // expected-error @+1 {{'loom.rmsnorm' op writes 'x', a input buffer}}
+  // expected-error @+1 {{'loom.rmsnorm' op writes 'x', an input buffer}}
   loom.rmsnorm ins(%x, %w : memref<4x8xbf16>, memref<8xbf16>) outs(%x : memref<4x8xbf16>) {eps = 1.0e-05 : f32}
   loom.rmsnorm ins(%x, %w : memref<4x8xbf16>, memref<8xbf16>) outs(%y : memref<4x8xbf16>) {eps = 1.0e-05 : f32}
 }

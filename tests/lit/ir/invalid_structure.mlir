@@ -113,14 +113,10 @@ loom.graph @g target(#t) (cache %w : memref<?x8xbf16>) {
   %w1 = loom.slice %w[-1] : memref<?x8xbf16> -> memref<8xbf16>
 }
 
-// FIXME: a rank-0 source should give
-//   'loom.slice' op 'source' must have rank at least 1, got 'memref<bf16>'
-// but SliceOp::verify reads dimension 0 of the source for the index message
-// even after the rank check failed, and loom-opt crashes (segfault). Enable
-// this case, with an expected-error on the slice for the message above, once
-// that is fixed:
-//
-// #t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
-// loom.graph @g target(#t) (weight %w : memref<bf16>) {
-//   %w0 = loom.slice %w[0] : memref<bf16> -> memref<bf16>
-// }
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (weight %w : memref<bf16>) {
+  // expected-error @+1 {{'loom.slice' op 'source' must have rank at least 1, got 'memref<bf16>'}}
+  %w0 = loom.slice %w[0] : memref<bf16> -> memref<bf16>
+}

@@ -76,7 +76,7 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>)
 
 // -----
 
-// expected-error @+1 {{target 'hbm_gbps' and 'bf16_tflops' must be positive}}
+// expected-error @+1 {{target 'hbm_gbps' must be positive, got 0}}
 #t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 0, bf16_tflops = 989>
 loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
@@ -84,7 +84,7 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>)
 
 // -----
 
-// expected-error @+1 {{target 'hbm_gbps' and 'bf16_tflops' must be positive}}
+// expected-error @+1 {{target 'bf16_tflops' must be positive, got -989}}
 #t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = -989>
 loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
