@@ -50,6 +50,29 @@ TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+PartitionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      ArrayRef<int64_t> tasks, ArrayRef<int64_t> params,
+                      ArrayRef<int64_t> costNs, int64_t scratchBytes) {
+  if (tasks.empty())
+    return emitError() << "a partition needs at least one phase";
+  if (costNs.size() != tasks.size())
+    return emitError() << "a partition needs one cost per phase: "
+                       << tasks.size() << " phases, " << costNs.size()
+                       << " costs";
+  for (int64_t count : tasks)
+    if (count <= 0)
+      return emitError() << "every phase needs at least one task, got "
+                         << count;
+  for (int64_t cost : costNs)
+    if (cost < 0)
+      return emitError() << "task costs must not be negative, got " << cost;
+  if (scratchBytes < 0)
+    return emitError() << "'scratch_bytes' must not be negative, got "
+                       << scratchBytes;
+  return success();
+}
+
 TargetAttr mlir::loom::getTargetAttr(MLIRContext *context,
                                      const ::loom::ChipInfo &chip) {
   return TargetAttr::get(context, chip.name, chip.arch, chip.workers,

@@ -79,4 +79,35 @@ def Loom_TargetAttr : AttrDef<Loom_Dialect, "Target"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// #loom.partition
+//===----------------------------------------------------------------------===//
+
+def Loom_PartitionAttr : AttrDef<Loom_Dialect, "Partition"> {
+  let mnemonic = "partition";
+  let summary = "How `loom-partition` tiled a layer op";
+  let description = [{
+    `tasks[p]`: the number of tasks of phase p (most ops have one phase;
+    split-KV attention, split-K linears and KDA have two). `params`: the
+    op's tiling parameters (e.g. a linear's N tile and K splits; the
+    meaning per op is documented in passes/TaskModel.h). `cost_ns[p]`: the
+    cost model's estimate for one task of phase p. `scratch_bytes`: workspace
+    the op's tasks need between phases (partials), placed by
+    `loom-plan-memory`.
+
+    ```mlir
+    #loom.partition<tasks = [128], params = [32, 1], cost_ns = [1750], scratch_bytes = 0>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$tasks,
+                        ArrayRefParameter<"int64_t">:$params,
+                        ArrayRefParameter<"int64_t">:$cost_ns,
+                        "int64_t":$scratch_bytes);
+  let assemblyFormat = [{
+    `<` `tasks` `=` `[` $tasks `]` `,` `params` `=` `[` $params `]` `,`
+    `cost_ns` `=` `[` $cost_ns `]` `,` `scratch_bytes` `=` $scratch_bytes `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 #endif // LOOM_ATTRS_TD

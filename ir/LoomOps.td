@@ -403,4 +403,6 @@ def Loom_ArgmaxOp : Loom_LayerOp<"argmax"> {
   }];
 }
 
+include "ir/LoomProgramOps.td"
+
 #endif // LOOM_OPS_TD

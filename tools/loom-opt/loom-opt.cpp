@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/LoomDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,8 @@ int main(int argc, char **argv) {
   registry.insert<mlir::loom::LoomDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::memref::MemRefDialect>();
   mlir::registerTransformsPasses();
+  mlir::loom::registerLoomPasses();
+  mlir::loom::registerLoomPipelines();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "Loom optimizer driver: runs Loom and MLIR passes\n",
       registry));

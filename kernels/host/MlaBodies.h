@@ -1,0 +1,336 @@
+//===- MlaBodies.h - Host task bodies for MLA paged decode ------*- C++ -*-===//
+//
+// DeepSeek-style absorbed MLA decode over a paged cache, cut into two phases
+// so that a persistent kernel with W workers stays busy whatever the mix of
+// request lengths:
+//
+//  * Phase 0 ("split"), W tasks. The tokens of all requests, laid end to end
+//    (request b owns [cum[b], cum[b+1]) with cum the prefix sum of kv_lens),
+//    are cut into W nearly equal ranges: slot w owns [w*Ttot/W, (w+1)*Ttot/W).
+//    For every request piece in its range a slot writes, per head, the
+//    normalised partial o = acc/l and lse = m + ln l (natural log) to
+//    workspace piece p = w + b. A slot reads each KV row once and scores all
+//    H heads against it: the KV is shared by the heads, which is MLA's point.
+//  * Phase 1 ("merge"), M tasks. Task i merges requests i, i+M, ... by a
+//    log-sum-exp weighted average of their pieces and writes o (T) and the
+//    base-2 lse (float).
+//
+// Piece indices are unique: slots advance monotonically through the requests,
+// so if slot w touches request b and slot w' touches a later request b', then
+// w' >= w and w' + b' > w + b. Every piece index is < W + B.
+//
+// Bodies take pre-offset pointers and run-time counts (batch, kv_lens, page
+// table) read from meta buffers; they allocate nothing (fixed stack scratch
+// bounded by the kMla* limits below) and tasks of one phase write disjoint
+// memory, so they may run concurrently on different threads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_KERNELS_HOST_MLABODIES_H
+#define LOOM_KERNELS_HOST_MLABODIES_H
+
+#include "kernels/common/Numerics.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace loom {
+namespace host {
+
+/// Limits of the fixed stack scratch. Real sizes: H in {8, 16, 128},
+/// Dc = 512, Dp = 64. The code generator should check these at compile time.
+constexpr int64_t kMlaMaxHeads = 256;
+constexpr int64_t kMlaMaxDimCkv = 1024;
+constexpr int64_t kMlaMaxDimKpe = 256;
+
+/// ln 2, to turn the natural-log lse into FlashInfer's base-2 lse.
+constexpr float kMlaLn2 = 0.693147180559945309f;
+
+/// Operands of one mla_decode op, already offset to their buffer bases.
+/// Activations are row-major: q_nope/o [B,H,Dc], q_pe [B,H,Dp],
+/// ckv_cache [pages,P,Dc], kpe_cache [pages,P,Dp], lse [B,H] (base 2).
+/// `batch` is the run-time B (<= the compile-time max batch the buffers are
+/// sized for); rows b >= batch of o and lse are left untouched.
+/// Preconditions (not checked): kv_lens[b] >= 0 and
+/// kv_lens[b] <= (kv_indptr[b+1] - kv_indptr[b]) * P; page ids in range.
+template <typename T> struct MlaParams {
+  const T *qNope = nullptr;
+  const T *qPe = nullptr;
+  const T *ckvCache = nullptr;
+  const T *kpeCache = nullptr;
+  const int32_t *kvIndptr = nullptr;  ///< [B + 1]
+  const int32_t *kvIndices = nullptr; ///< [nnz] page ids
+  const int32_t *kvLens = nullptr;    ///< [B] tokens per request
+  T *o = nullptr;
+  float *lse = nullptr;
+  int64_t batch = 0;
+  int64_t numHeads = 0; ///< H
+  int64_t dimCkv = 0;   ///< Dc (also the V width)
+  int64_t dimKpe = 0;   ///< Dp
+  int64_t pageSize = 0; ///< P
+  float smScale = 0.f;  ///< applied to q.k before the softmax
+};
+
+//===----------------------------------------------------------------------===//
+// Workspace
+//===----------------------------------------------------------------------===//
+
+/// Pieces the workspace holds: every piece index w + b is < W + maxBatch.
+inline int64_t mlaNumPieces(int64_t numSlots, int64_t maxBatch) {
+  return numSlots + maxBatch;
+}
+
+/// Floats of partial_o [pieces][H][Dc]; partial_lse [pieces][H] follows it.
+inline int64_t mlaPartialOFloats(int64_t numSlots, int64_t maxBatch,
+                                 int64_t numHeads, int64_t dimCkv) {
+  return mlaNumPieces(numSlots, maxBatch) * numHeads * dimCkv;
+}
+
+/// Floats of partial_o + partial_lse. Lay them out as
+/// partialO = ws, partialLse = ws + mlaPartialOFloats(...).
+inline int64_t mlaWorkspaceFloats(int64_t numSlots, int64_t maxBatch,
+                                  int64_t numHeads, int64_t dimCkv) {
+  return mlaNumPieces(numSlots, maxBatch) * numHeads * (dimCkv + 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Slot arithmetic shared by both phases
+//===----------------------------------------------------------------------===//
+
+/// A half-open range of global token positions.
+struct MlaTokenRange {
+  int64_t begin, end;
+  bool empty() const { return begin >= end; }
+};
+
+/// An inclusive range of slots; empty when first > last.
+struct MlaSlotSpan {
+  int64_t first, last;
+};
+
+/// Tokens owned by `slot`: [slot*total/numSlots, (slot+1)*total/numSlots).
+/// Slots may be empty when numSlots > total.
+inline MlaTokenRange mlaSlotTokens(int64_t slot, int64_t total,
+                                   int64_t numSlots) {
+  return {slot * total / numSlots, (slot + 1) * total / numSlots};
+}
+
+/// The slot owning token t (0 <= t < total): the largest w with
+/// floor(w*total/numSlots) <= t, i.e. w*total < (t+1)*numSlots. The largest
+/// such w is the non-empty slot when several slots start at t.
+inline int64_t mlaSlotOfToken(int64_t t, int64_t total, int64_t numSlots) {
+  return ((t + 1) * numSlots - 1) / total;
+}
+
+/// Slots whose token range can intersect [begin, end): the slot owning the
+/// first token through the slot owning the last. Slots strictly inside the
+/// span may be empty (numSlots > total); callers skip those with
+/// mlaSlotTokens.
+inline MlaSlotSpan slotRange(int64_t begin, int64_t end, int64_t total,
+                             int64_t numSlots) {
+  if (begin >= end)
+    return {0, -1};
+  return {mlaSlotOfToken(begin, total, numSlots),
+          mlaSlotOfToken(end - 1, total, numSlots)};
+}
+
+/// Ttot: the sum of the run-time kv_lens.
+inline int64_t mlaTotalTokens(const int32_t *kvLens, int64_t batch) {
+  int64_t total = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    total += kvLens[b];
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// Phase 0: split
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Folds score `s` of one head into its running (m, l, acc) with the
+/// token's latent row `kc`. A new maximum rescales what came before; on the
+/// first token m = -inf makes that factor 0, and acc starts zeroed.
+inline void mlaOnlineUpdate(float s, const float *kc, int64_t dimCkv, float &m,
+                            float &l, float *acc) {
+  if (s > m) {
+    float rescale = std::exp(m - s);
+    l *= rescale;
+    for (int64_t d = 0; d < dimCkv; ++d)
+      acc[d] *= rescale;
+    m = s;
+  }
+  float e = std::exp(s - m);
+  l += e;
+  for (int64_t d = 0; d < dimCkv; ++d)
+    acc[d] += e * kc[d];
+}
+
+/// One request piece: request `b`'s local tokens [tokBegin, tokEnd), all
+/// heads. Accumulates straight into the piece's partial_o rows (owned by this
+/// slot alone), then normalises them.
+template <typename T>
+void mlaSplitPiece(const MlaParams<T> &p, int64_t b, int64_t tokBegin,
+                   int64_t tokEnd, float *acc, float *pieceLse) {
+  const int64_t numHeads = p.numHeads, dimCkv = p.dimCkv, dimKpe = p.dimKpe;
+  const T *qNope = p.qNope + b * numHeads * dimCkv;
+  const T *qPe = p.qPe + b * numHeads * dimKpe;
+  const int32_t *pages = p.kvIndices + p.kvIndptr[b];
+
+  float m[kMlaMaxHeads], l[kMlaMaxHeads];
+  float kc[kMlaMaxDimCkv], kp[kMlaMaxDimKpe];
+  for (int64_t h = 0; h < numHeads; ++h) {
+    m[h] = -std::numeric_limits<float>::infinity();
+    l[h] = 0.f;
+  }
+  std::fill(acc, acc + numHeads * dimCkv, 0.f);
+
+  for (int64_t t = tokBegin; t < tokEnd; ++t) {
+    // Only slots below kv_lens are ever addressed, so a partial last page's
+    // tail (which may hold garbage) is never read.
+    int64_t row = int64_t(pages[t / p.pageSize]) * p.pageSize + t % p.pageSize;
+    // The KV row is converted once and reused by all heads.
+    for (int64_t d = 0; d < dimCkv; ++d)
+      kc[d] = load(p.ckvCache, row * dimCkv + d);
+    for (int64_t d = 0; d < dimKpe; ++d)
+      kp[d] = load(p.kpeCache, row * dimKpe + d);
+
+    for (int64_t h = 0; h < numHeads; ++h) {
+      const T *qn = qNope + h * dimCkv;
+      const T *qp = qPe + h * dimKpe;
+      float dot = 0.f;
+      for (int64_t d = 0; d < dimCkv; ++d)
+        dot += load(qn, d) * kc[d];
+      for (int64_t d = 0; d < dimKpe; ++d)
+        dot += load(qp, d) * kp[d];
+      mlaOnlineUpdate(p.smScale * dot, kc, dimCkv, m[h], l[h],
+                      acc + h * dimCkv);
+    }
+  }
+
+  for (int64_t h = 0; h < numHeads; ++h) {
+    float inv = 1.f / l[h];
+    float *row = acc + h * dimCkv;
+    for (int64_t d = 0; d < dimCkv; ++d)
+      row[d] *= inv;
+    pieceLse[h] = m[h] + std::log(l[h]);
+  }
+}
+
+} // namespace detail
+
+/// Phase 0 task `slot` of `numSlots`. Writes partial_o / partial_lse for
+/// every non-empty piece (slot, b) at piece index slot + b; writes nothing
+/// else. partialO: [pieces][H][Dc], partialLse: [pieces][H] (natural log).
+template <typename T>
+void mlaSplit(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
+              float *partialO, float *partialLse) {
+  assert(p.numHeads <= kMlaMaxHeads && p.dimCkv <= kMlaMaxDimCkv &&
+         p.dimKpe <= kMlaMaxDimKpe);
+  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
+  const MlaTokenRange mine = mlaSlotTokens(slot, total, numSlots);
+  if (mine.empty())
+    return;
+  // Walk the prefix sum cum[b] until past this slot. A binary search would
+  // need cum stored somewhere; the O(B) walk is what computing Ttot costs
+  // anyway and is negligible next to one KV row times H heads.
+  int64_t reqBegin = 0;
+  for (int64_t b = 0; b < p.batch && reqBegin < mine.end; ++b) {
+    int64_t reqEnd = reqBegin + p.kvLens[b];
+    int64_t begin = std::max(mine.begin, reqBegin);
+    int64_t end = std::min(mine.end, reqEnd);
+    if (begin < end) {
+      int64_t piece = slot + b;
+      detail::mlaSplitPiece(p, b, begin - reqBegin, end - reqBegin,
+                            partialO + piece * p.numHeads * p.dimCkv,
+                            partialLse + piece * p.numHeads);
+    }
+    reqBegin = reqEnd;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Phase 1: merge
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Merges request `b` (global tokens [reqBegin, reqEnd)) from its pieces.
+template <typename T>
+void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t reqBegin,
+                     int64_t reqEnd, int64_t total, int64_t numSlots,
+                     const float *partialO, const float *partialLse) {
+  const int64_t numHeads = p.numHeads, dimCkv = p.dimCkv;
+  T *o = p.o + b * numHeads * dimCkv;
+  float *lse = p.lse + b * numHeads;
+  if (reqBegin >= reqEnd) {
+    for (int64_t i = 0; i < numHeads * dimCkv; ++i)
+      store(o, i, 0.f);
+    for (int64_t h = 0; h < numHeads; ++h)
+      lse[h] = -std::numeric_limits<float>::infinity();
+    return;
+  }
+
+  // Same integer ranges as phase 0: a slot in the span wrote piece slot + b
+  // exactly when its token range meets the request's.
+  const MlaSlotSpan span = slotRange(reqBegin, reqEnd, total, numSlots);
+  auto touches = [&](int64_t w) {
+    MlaTokenRange r = mlaSlotTokens(w, total, numSlots);
+    return std::max(r.begin, reqBegin) < std::min(r.end, reqEnd);
+  };
+
+  float acc[kMlaMaxDimCkv];
+  for (int64_t h = 0; h < numHeads; ++h) {
+    float maxLse = -std::numeric_limits<float>::infinity();
+    for (int64_t w = span.first; w <= span.last; ++w)
+      if (touches(w))
+        maxLse = std::max(maxLse, partialLse[(w + b) * numHeads + h]);
+    float sum = 0.f;
+    for (int64_t w = span.first; w <= span.last; ++w)
+      if (touches(w))
+        sum += std::exp(partialLse[(w + b) * numHeads + h] - maxLse);
+    const float lseNat = maxLse + std::log(sum);
+
+    std::fill(acc, acc + dimCkv, 0.f);
+    for (int64_t w = span.first; w <= span.last; ++w) {
+      if (!touches(w))
+        continue;
+      int64_t piece = w + b;
+      float weight = std::exp(partialLse[piece * numHeads + h] - lseNat);
+      const float *part = partialO + (piece * numHeads + h) * dimCkv;
+      for (int64_t d = 0; d < dimCkv; ++d)
+        acc[d] += weight * part[d];
+    }
+    for (int64_t d = 0; d < dimCkv; ++d)
+      store(o, h * dimCkv + d, acc[d]);
+    lse[h] = lseNat / kMlaLn2;
+  }
+}
+
+} // namespace detail
+
+/// Phase 1 task `task` of `numMergeTasks`: merges requests task,
+/// task + numMergeTasks, ... < p.batch and writes their o rows and lse.
+/// `numSlots` must be phase 0's W.
+template <typename T>
+void mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
+              int64_t numSlots, const float *partialO,
+              const float *partialLse) {
+  assert(p.dimCkv <= kMlaMaxDimCkv);
+  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
+  int64_t reqBegin = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    int64_t reqEnd = reqBegin + p.kvLens[b];
+    if (b >= task && (b - task) % numMergeTasks == 0)
+      detail::mlaMergeRequest(p, b, reqBegin, reqEnd, total, numSlots, partialO,
+                              partialLse);
+    reqBegin = reqEnd;
+  }
+}
+
+} // namespace host
+} // namespace loom
+
+#endif // LOOM_KERNELS_HOST_MLABODIES_H

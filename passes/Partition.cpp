@@ -1,0 +1,37 @@
+//===- Partition.cpp - loom-partition: layer ops to tile tasks -------------===//
+#include "passes/Passes.h"
+#include "passes/TaskModel.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMPARTITION
+#include "passes/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+struct PartitionPass : public mlir::loom::impl::LoomPartitionBase<PartitionPass> {
+  void runOnOperation() override {
+    Builder b(&getContext());
+    getOperation().walk([&](GraphOp graph) {
+      GraphBounds bounds = GraphBounds::of(graph);
+      int64_t nextId = 0;
+      for (Operation &op : graph.getBodyBlock()) {
+        if (!isLayerOp(&op))
+          continue;
+        PartitionAttr partition = choosePartition(&op, graph.getTarget(), bounds);
+        if (!partition) {
+          op.emitOpError("has no tiling rule for target '")
+              << graph.getTarget().getName() << "'";
+          return signalPassFailure();
+        }
+        op.setAttr(kOpIdAttr, b.getI64IntegerAttr(nextId++));
+        op.setAttr(kPartitionAttr, partition);
+      }
+    });
+  }
+};
+} // namespace

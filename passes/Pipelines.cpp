@@ -1,0 +1,48 @@
+//===- Pipelines.cpp - The per-target pass pipelines -----------------------===//
+//
+// The passes read every chip fact from the graph's #loom.target, so the three
+// vendor families share one pipeline today; they are registered separately
+// because their emitters and options diverge.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+void mlir::loom::buildLoomPipeline(OpPassManager &pm,
+                                   const PipelineOptions &options) {
+  pm.addPass(createLoomPartition());
+  pm.addPass(createLoomPlanMemory());
+  pm.addPass(createLoomDeriveEvents());
+  LoomScheduleOptions schedule;
+  schedule.mode = options.scheduleMode;
+  pm.addPass(createLoomSchedule(schedule));
+  pm.addPass(createLoomVerifySchedule());
+}
+
+namespace {
+struct CliPipelineOptions : public PassPipelineOptions<CliPipelineOptions> {
+  Option<std::string> mode{*this, "mode",
+                           llvm::cl::desc("static or dynamic scheduling"),
+                           llvm::cl::init("static")};
+};
+} // namespace
+
+void mlir::loom::registerLoomPipelines() {
+  for (const char *family : {"nvidia", "amd", "host"}) {
+    PassPipelineRegistration<CliPipelineOptions>(
+        std::string("loom-pipeline-") + family,
+        std::string("The Loom pipeline for ") + family +
+            " targets: partition, plan-memory, derive-events, schedule, "
+            "verify-schedule",
+        [](OpPassManager &pm, const CliPipelineOptions &cli) {
+          PipelineOptions options;
+          options.scheduleMode = cli.mode;
+          buildLoomPipeline(pm, options);
+        });
+  }
+}

@@ -1,0 +1,54 @@
+//===- Executor.h - Running a program on host threads -----------*- C++ -*-===//
+//
+// The host backend's Executable: num_workers persistent threads, created at
+// load (so a machine that cannot give them fails at load, by name) and
+// parked on a condition variable between launches. Exactly num_workers
+// threads run a launch, so all workers are co-resident by construction.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUNTIME_HOST_EXECUTOR_H
+#define LOOM_RUNTIME_HOST_EXECUTOR_H
+
+#include "runtime/src/Backend.h"
+#include "runtime/src/ProgramTable.h"
+
+#include <memory>
+#include <pthread.h>
+#include <vector>
+
+namespace loom {
+namespace rt {
+
+struct LaunchState;
+
+class Executor final : public Executable {
+public:
+  /// `library` keeps the code of table->desc().run_task loaded (null for
+  /// in-process descriptors).
+  static Status create(std::shared_ptr<const ProgramTable> table,
+                       std::shared_ptr<const void> library,
+                       std::unique_ptr<Executable> *out);
+
+  /// Waits for the launch in flight, then stops the workers. A worker stuck
+  /// inside a task body is abandoned, not waited for.
+  ~Executor() override;
+
+  Status launch(const LaunchParams &params) override;
+  Status synchronize() override;
+  bool inFlight() const override;
+  uint64_t lastLaunchNs() const override;
+  uint64_t eventCount(int32_t event) const override;
+
+private:
+  explicit Executor(std::shared_ptr<LaunchState> state);
+  Status startWorkers();
+  void stopWorkers();
+
+  std::shared_ptr<LaunchState> state_;
+  std::vector<pthread_t> threads_;
+};
+
+} // namespace rt
+} // namespace loom
+
+#endif // LOOM_RUNTIME_HOST_EXECUTOR_H

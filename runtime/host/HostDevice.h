@@ -1,0 +1,53 @@
+//===- HostDevice.h - The host (CPU threads) device -------------*- C++ -*-===//
+//
+// Memory is ordinary aligned host memory; programs are shared libraries (or
+// in-process descriptors) run by an Executor's threads. There is one host
+// device, ordinal 0.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUNTIME_HOST_HOSTDEVICE_H
+#define LOOM_RUNTIME_HOST_HOSTDEVICE_H
+
+#include "runtime/src/Backend.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace loom {
+namespace rt {
+
+class HostDevice final : public Device {
+public:
+  /// Frees what is still allocated.
+  ~HostDevice() override;
+
+  const char *kind() const override { return "host"; }
+  int ordinal() const override { return 0; }
+
+  Status allocate(size_t bytes, void **out) override;
+  Status release(void *ptr) override;
+  Status copy(void *dst, const void *src, size_t bytes) override;
+  Status fill(void *dst, int value, size_t bytes) override;
+
+  Status loadProgram(const std::string &path, uint32_t flags,
+                     std::unique_ptr<Program> *out) override;
+  Status programFromDesc(const LoomProgramDesc &desc, uint32_t flags,
+                         std::unique_ptr<Program> *out) override;
+
+private:
+  Status makeProgram(const LoomProgramDesc &desc, const std::string &origin,
+                     uint32_t flags, std::shared_ptr<const void> library,
+                     std::unique_ptr<Program> *out);
+
+  // Allocations are tracked so a stray free is an error, not heap damage.
+  std::mutex mu_;
+  std::unordered_map<void *, size_t> allocations_;
+};
+
+Status createHostDevice(int ordinal, std::unique_ptr<Device> *out);
+Status countHostDevices(int *count);
+
+} // namespace rt
+} // namespace loom
+
+#endif // LOOM_RUNTIME_HOST_HOSTDEVICE_H

@@ -1,0 +1,211 @@
+/*===- loomrt.h - Loom runtime C API ---------------------------------------===*
+ *
+ * Loads a scheduled Loom program onto a device, binds its buffers, launches
+ * it (one launch = one epoch of the task table) and reports what went wrong
+ * in words. One API for every backend: "host" (CPU threads) today, "cuda" and
+ * "hip" behind the same calls later.
+ *
+ * Conventions:
+ *  - Every call that can fail returns a loomrt_status. On failure the message
+ *    is in loomrt_last_error(), per thread, until the next failing call on the
+ *    same thread; successful calls leave it alone.
+ *  - Handles are opaque. A device outlives its programs: destroying a device
+ *    that still has programs fails with LOOMRT_ERROR_BUSY.
+ *  - A program is driven by one host thread at a time (like a stream); a
+ *    device's memory calls may come from any thread.
+ *  - loomrt_launch starts a launch and returns; loomrt_synchronize waits for
+ *    it and returns the launch's own errors (the watchdog's report, a failed
+ *    task). A launch that starts while another is in flight waits for it.
+ *  - A program whose launch failed refuses further launches
+ *    (LOOMRT_ERROR_PROGRAM_FAILED): its event counters no longer agree with
+ *    its epoch. Load it again.
+ *
+ * Enumerations have fixed values and only grow; functions are only added.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef LOOM_RUNTIME_LOOMRT_H
+#define LOOM_RUNTIME_LOOMRT_H
+
+#include "kernels/common/ProgramAbi.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define LOOMRT_API
+#else
+#define LOOMRT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOMRT_VERSION_MAJOR 0
+#define LOOMRT_VERSION_MINOR 1
+
+typedef enum loomrt_status {
+  LOOMRT_SUCCESS = 0,
+  /* A null handle or pointer, an index out of range, a bad value. */
+  LOOMRT_ERROR_INVALID_ARGUMENT = 1,
+  /* Device kind not known, or ordinal out of range. */
+  LOOMRT_ERROR_UNKNOWN_DEVICE = 2,
+  /* Kind known, but its backend is not built in or its driver is missing. */
+  LOOMRT_ERROR_BACKEND_UNAVAILABLE = 3,
+  /* The program file could not be opened, or lacks the program symbol. */
+  LOOMRT_ERROR_LOAD_FAILED = 4,
+  /* The program was built for another LOOM_PROGRAM_ABI_VERSION. */
+  LOOMRT_ERROR_ABI_MISMATCH = 5,
+  /* The task table is inconsistent (indices out of range, arrival counts). */
+  LOOMRT_ERROR_INVALID_PROGRAM = 6,
+  /* No buffer of that name. */
+  LOOMRT_ERROR_NOT_FOUND = 7,
+  /* A binding does not fit its buffer (null data, rank, dims, bound). */
+  LOOMRT_ERROR_BINDING = 8,
+  /* Launch with buffers still unbound. */
+  LOOMRT_ERROR_NOT_BOUND = 9,
+  LOOMRT_ERROR_OUT_OF_MEMORY = 10,
+  /* The backend could not get what it needs (e.g. worker threads). */
+  LOOMRT_ERROR_RESOURCES = 11,
+  /* The watchdog stopped a launch that made no progress. */
+  LOOMRT_ERROR_TIMEOUT = 12,
+  /* A task body returned a non-zero code. */
+  LOOMRT_ERROR_TASK_FAILED = 13,
+  /* A previous launch of this program failed; load it again. */
+  LOOMRT_ERROR_PROGRAM_FAILED = 14,
+  /* The object is still in use (a device with live programs). */
+  LOOMRT_ERROR_BUSY = 15,
+  /* Nothing to report yet (no launch has completed). */
+  LOOMRT_ERROR_NOT_READY = 16,
+  LOOMRT_ERROR_INTERNAL = 99
+} loomrt_status;
+
+/* Flags of loomrt_program_load / loomrt_program_from_desc. */
+enum {
+  LOOMRT_PROGRAM_DEFAULT = 0,
+  /* Skip the load-time check that each event's triggers per launch equal its
+   * event_needs. Only for tests that plant a broken schedule on purpose: a
+   * surplus trigger lets the next epoch's waiters through early, silently. */
+  LOOMRT_PROGRAM_SKIP_ARRIVAL_CHECK = 1u << 0
+};
+
+/* Watchdog default, overridden by the LOOM_WATCHDOG_MS environment variable
+ * (read when a program is created) and by loomrt_program_set_watchdog_ms. */
+#define LOOMRT_DEFAULT_WATCHDOG_MS 10000u
+
+typedef struct loomrt_device loomrt_device;
+typedef struct loomrt_program loomrt_program;
+
+/*--- Library ---------------------------------------------------------------*/
+
+/* "MAJOR.MINOR". */
+LOOMRT_API const char *loomrt_version(void);
+/* The LOOM_PROGRAM_ABI_VERSION this runtime reads. */
+LOOMRT_API uint32_t loomrt_program_abi_version(void);
+/* "LOOMRT_ERROR_TIMEOUT" etc.; "LOOMRT_UNKNOWN_STATUS" otherwise. */
+LOOMRT_API const char *loomrt_status_name(loomrt_status status);
+/* Message of the last failed call on this thread; "" if none. Valid until
+ * the next failing call on this thread. */
+LOOMRT_API const char *loomrt_last_error(void);
+/* Bytes of one element of a LoomElem; 0 if unknown. */
+LOOMRT_API size_t loomrt_elem_bytes(int32_t elem);
+
+/*--- Devices ---------------------------------------------------------------*/
+
+/* Number of devices of `kind` ("host": always 1). */
+LOOMRT_API loomrt_status loomrt_device_count(const char *kind, int *count);
+LOOMRT_API loomrt_status loomrt_device_create(const char *kind, int ordinal,
+                                              loomrt_device **device);
+/* Frees the device and any memory still allocated on it. */
+LOOMRT_API loomrt_status loomrt_device_destroy(loomrt_device *device);
+/* The kind it was created with ("host"); "" for a null handle. */
+LOOMRT_API const char *loomrt_device_kind(const loomrt_device *device);
+
+/* Device memory, aligned to at least 256 bytes. Host: ordinary memory. */
+LOOMRT_API loomrt_status loomrt_malloc(loomrt_device *device, size_t bytes,
+                                       void **ptr);
+LOOMRT_API loomrt_status loomrt_free(loomrt_device *device, void *ptr);
+/* Either side may be device or host memory (unified addressing). */
+LOOMRT_API loomrt_status loomrt_memcpy(loomrt_device *device, void *dst,
+                                       const void *src, size_t bytes);
+/* Sets `bytes` bytes to (unsigned char)value; 0xFF poisons floats to NaN. */
+LOOMRT_API loomrt_status loomrt_memset(loomrt_device *device, void *dst,
+                                       int value, size_t bytes);
+
+/*--- Programs --------------------------------------------------------------*/
+
+/* Loads a compiled program. Host: a shared library exporting
+ * LOOM_HOST_PROGRAM_SYMBOL. */
+LOOMRT_API loomrt_status loomrt_program_load(loomrt_device *device,
+                                             const char *path, uint32_t flags,
+                                             loomrt_program **program);
+/* Makes a program from a descriptor in this process (tests, in-process
+ * compilation). The descriptor is copied: it may go away afterwards, but
+ * run_task must stay callable. Host only. */
+LOOMRT_API loomrt_status loomrt_program_from_desc(loomrt_device *device,
+                                                  const LoomProgramDesc *desc,
+                                                  uint32_t flags,
+                                                  loomrt_program **program);
+/* Waits for the launch in flight (if any), then frees the program. */
+LOOMRT_API loomrt_status loomrt_program_destroy(loomrt_program *program);
+
+/* The program's (copied) descriptor; valid for the program's lifetime. */
+LOOMRT_API loomrt_status loomrt_program_desc(const loomrt_program *program,
+                                             const LoomProgramDesc **desc);
+LOOMRT_API loomrt_status
+loomrt_program_num_buffers(const loomrt_program *program, int32_t *count);
+/* Name, role, elem, rank, dims (negative: dynamic) and bound of a buffer;
+ * valid for the program's lifetime. */
+LOOMRT_API loomrt_status loomrt_program_buffer(const loomrt_program *program,
+                                               int32_t index,
+                                               const LoomBufferDesc **buffer);
+LOOMRT_API loomrt_status loomrt_program_find_buffer(
+    const loomrt_program *program, const char *name, int32_t *index);
+/* Bytes of a buffer at its largest (dynamic dims at their bound). */
+LOOMRT_API loomrt_status loomrt_program_buffer_bytes(
+    const loomrt_program *program, int32_t index, size_t *bytes);
+/* Bytes of the workspace arena; the runtime allocates it. */
+LOOMRT_API loomrt_status
+loomrt_program_workspace_bytes(const loomrt_program *program, int64_t *bytes);
+
+/* Binds device memory to a buffer for the following launches. `dims` has
+ * `rank` entries: the actual dimensions (a dynamic one at most its bound).
+ * dims == NULL binds a fully static buffer at its declared dims (rank is then
+ * ignored). Launches copy the bindings, so rebinding affects later launches
+ * only. */
+LOOMRT_API loomrt_status loomrt_program_bind(loomrt_program *program,
+                                             int32_t index, void *data,
+                                             const int64_t *dims, int32_t rank);
+LOOMRT_API loomrt_status loomrt_program_bind_by_name(loomrt_program *program,
+                                                     const char *name,
+                                                     void *data,
+                                                     const int64_t *dims,
+                                                     int32_t rank);
+
+/* A launch that finishes no task for `ms` milliseconds is stopped and
+ * reported. Must be > 0. */
+LOOMRT_API loomrt_status loomrt_program_set_watchdog_ms(loomrt_program *program,
+                                                        uint32_t ms);
+LOOMRT_API loomrt_status
+loomrt_program_watchdog_ms(const loomrt_program *program, uint32_t *ms);
+
+/* Starts one epoch of the program; returns when it has started. */
+LOOMRT_API loomrt_status loomrt_launch(loomrt_program *program);
+/* Waits for the launch in flight; success if none. */
+LOOMRT_API loomrt_status loomrt_synchronize(loomrt_program *program);
+
+/* Wall time of the last completed launch, start to last worker done. */
+LOOMRT_API loomrt_status
+loomrt_program_last_launch_ns(const loomrt_program *program, uint64_t *ns);
+/* Number of launches started so far (the epoch of the latest). */
+LOOMRT_API loomrt_status loomrt_program_epoch(const loomrt_program *program,
+                                              uint64_t *epoch);
+/* Current arrival count of an event (grows by event_needs per launch). */
+LOOMRT_API loomrt_status loomrt_program_event_count(
+    const loomrt_program *program, int32_t event, uint64_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_RUNTIME_LOOMRT_H */

@@ -1,0 +1,91 @@
+//===- Backend.h - What a backend provides to the runtime core --*- C++ -*-===//
+//
+// The core (C API, task-table checks, bindings, epochs, failure state) is the
+// same for every device; a backend supplies two objects:
+//
+//  * Device: memory, and turning a program file (or an in-process
+//    descriptor) into a Program. Host: dlopen a shared library. CUDA/HIP
+//    (later, under runtime/cuda and runtime/hip): load a code object and its
+//    metadata.
+//  * Executable: one loaded program on that device. It owns the event
+//    counters and the workers, starts a launch of a given epoch, and waits
+//    for it with a watchdog.
+//
+// Backends are listed in Registry.cpp; that file is the only place that
+// knows which ones are built.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUNTIME_SRC_BACKEND_H
+#define LOOM_RUNTIME_SRC_BACKEND_H
+
+#include "runtime/src/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace loom {
+namespace rt {
+
+class Program;
+
+/// What one launch needs. Pointers are valid for the duration of the
+/// launch() call only: the executable copies what it keeps.
+struct LaunchParams {
+  const LoomBinding *bindings = nullptr; // one per buffer, in buffer order
+  uint64_t epoch = 0;                    // 1 for the first launch
+  uint32_t watchdogMs = LOOMRT_DEFAULT_WATCHDOG_MS;
+};
+
+class Executable {
+public:
+  virtual ~Executable() = default;
+
+  /// Starts epoch `params.epoch`. The core calls it only when no launch is
+  /// in flight and no earlier launch failed.
+  virtual Status launch(const LaunchParams &params) = 0;
+
+  /// Waits for the launch in flight; returns its failure (watchdog report,
+  /// failed task). Success when nothing is in flight.
+  virtual Status synchronize() = 0;
+
+  virtual bool inFlight() const = 0;
+
+  /// Wall time of the last completed launch, in nanoseconds.
+  virtual uint64_t lastLaunchNs() const = 0;
+
+  /// The current value of event counter `event` (checked by the caller).
+  virtual uint64_t eventCount(int32_t event) const = 0;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// "host", "cuda", "hip".
+  virtual const char *kind() const = 0;
+  virtual int ordinal() const = 0;
+
+  /// At least 256-byte aligned; bytes > 0.
+  virtual Status allocate(size_t bytes, void **out) = 0;
+  /// Fails for a pointer this device did not allocate.
+  virtual Status release(void *ptr) = 0;
+  virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status fill(void *dst, int value, size_t bytes) = 0;
+
+  virtual Status loadProgram(const std::string &path, uint32_t flags,
+                             std::unique_ptr<Program> *out) = 0;
+  virtual Status programFromDesc(const LoomProgramDesc &desc, uint32_t flags,
+                                 std::unique_ptr<Program> *out) = 0;
+};
+
+/// Creates a device of `kind`; the errors name the kind (unknown kind, or a
+/// backend that is not built).
+Status createDevice(const char *kind, int ordinal,
+                    std::unique_ptr<Device> *out);
+Status countDevices(const char *kind, int *count);
+
+} // namespace rt
+} // namespace loom
+
+#endif // LOOM_RUNTIME_SRC_BACKEND_H

@@ -1,0 +1,70 @@
+//===- Program.h - A loaded program: table, bindings, epochs ----*- C++ -*-===//
+//
+// The backend-neutral half of a program. It keeps the bindings (checked when
+// made), counts epochs, refuses to launch with unbound buffers, and turns a
+// failed launch into a sticky state: after a failure the event counters no
+// longer equal epoch * needs, so launching again would let waits through
+// early or never.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUNTIME_SRC_PROGRAM_H
+#define LOOM_RUNTIME_SRC_PROGRAM_H
+
+#include "runtime/src/Backend.h"
+#include "runtime/src/ProgramTable.h"
+
+#include <memory>
+#include <vector>
+
+namespace loom {
+namespace rt {
+
+class Program {
+public:
+  /// Reads LOOM_WATCHDOG_MS for the initial watchdog; fails if it is set
+  /// but is not a positive integer.
+  static Status create(std::shared_ptr<const ProgramTable> table,
+                       std::unique_ptr<Executable> executable,
+                       std::unique_ptr<Program> *out);
+
+  /// Waits for the launch in flight.
+  ~Program();
+
+  const ProgramTable &table() const { return *table_; }
+
+  Status bind(int32_t index, void *data, const int64_t *dims, int32_t rank);
+  Status bindByName(const char *name, void *data, const int64_t *dims,
+                    int32_t rank);
+  Status findBuffer(const char *name, int32_t *index) const;
+  Status checkBufferIndex(int32_t index) const;
+
+  Status setWatchdogMs(uint32_t ms);
+  uint32_t watchdogMs() const { return watchdogMs_; }
+
+  Status launch();
+  Status synchronize();
+
+  Status lastLaunchNs(uint64_t *ns) const;
+  uint64_t epoch() const { return epoch_; }
+  Status eventCount(int32_t event, uint64_t *count) const;
+
+private:
+  Program(std::shared_ptr<const ProgramTable> table,
+          std::unique_ptr<Executable> executable, uint32_t watchdogMs);
+
+  std::shared_ptr<const ProgramTable> table_;
+  std::unique_ptr<Executable> executable_;
+  std::vector<LoomBinding> bindings_;
+  std::vector<bool> bound_;
+  uint32_t watchdogMs_;
+  uint64_t epoch_ = 0;
+  uint64_t completedLaunches_ = 0;
+  // Set by the first failed launch; later launches repeat it.
+  Status failure_;
+  uint64_t failedEpoch_ = 0;
+};
+
+} // namespace rt
+} // namespace loom
+
+#endif // LOOM_RUNTIME_SRC_PROGRAM_H

@@ -1,0 +1,75 @@
+//===- Registry.cpp - Which backends this build has -----------------------===//
+//
+// The one place that knows which backends are compiled in. A backend that is
+// known but not built still has an entry, so asking for it says "not built"
+// rather than "unknown kind". CUDA/HIP backends (runtime/cuda, runtime/hip)
+// add their factories here behind LOOMRT_WITH_CUDA / LOOMRT_WITH_HIP, which
+// runtime/CMakeLists.txt defines when it builds them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/host/HostDevice.h"
+#include "runtime/src/Backend.h"
+
+#include <cstring>
+
+namespace loom {
+namespace rt {
+
+namespace {
+
+struct BackendEntry {
+  const char *kind;
+  // Null when this build lacks the backend.
+  Status (*create)(int ordinal, std::unique_ptr<Device> *out);
+  Status (*count)(int *count);
+};
+
+const BackendEntry kBackends[] = {
+    {"host", createHostDevice, countHostDevices},
+    {"cuda", nullptr, nullptr},
+    {"hip", nullptr, nullptr},
+};
+
+Status findBackend(const char *kind, const BackendEntry **out) {
+  if (!kind)
+    return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, "device kind is null");
+  std::string known, built;
+  for (const BackendEntry &entry : kBackends) {
+    known += (known.empty() ? "" : ", ") + std::string(entry.kind);
+    if (entry.create)
+      built += (built.empty() ? "" : ", ") + std::string(entry.kind);
+  }
+  for (const BackendEntry &entry : kBackends) {
+    if (std::strcmp(entry.kind, kind) != 0)
+      continue;
+    if (!entry.create)
+      return makeError(
+          LOOMRT_ERROR_BACKEND_UNAVAILABLE, "device kind ", quoted(kind),
+          ": its backend is not built into this loomrt (built: ", built, ")");
+    *out = &entry;
+    return Status();
+  }
+  return makeError(LOOMRT_ERROR_UNKNOWN_DEVICE, "unknown device kind ",
+                   quoted(kind), " (known kinds: ", known, ")");
+}
+
+} // namespace
+
+Status createDevice(const char *kind, int ordinal,
+                    std::unique_ptr<Device> *out) {
+  const BackendEntry *entry = nullptr;
+  if (Status s = findBackend(kind, &entry); !s.ok())
+    return s;
+  return entry->create(ordinal, out);
+}
+
+Status countDevices(const char *kind, int *count) {
+  const BackendEntry *entry = nullptr;
+  if (Status s = findBackend(kind, &entry); !s.ok())
+    return s;
+  return entry->count(count);
+}
+
+} // namespace rt
+} // namespace loom

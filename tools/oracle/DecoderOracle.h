@@ -1,0 +1,141 @@
+//===- DecoderOracle.h - fp64 reference of the decoder-layer ops ----------===//
+//
+// An independent reference for the decoder family: every layer op written as
+// the plain loop its definition states (ir/LoomOps.td), and one decode step of
+// a Llama/Qwen3 decoder layer composed from them in DESIGN.md's order. All
+// math is in double. Inputs are the values the kernels see (bf16 weights and
+// inputs, already rounded, passed as double); activations between ops are
+// never rounded to a storage type — that is the point of the reference.
+//
+// Shares no code and no tiling with kernels/host/DecoderBodies.h: no splits,
+// no online softmax, no tiles.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_TOOLS_ORACLE_DECODERORACLE_H
+#define LOOM_TOOLS_ORACLE_DECODERORACLE_H
+
+#include <cstdint>
+#include <vector>
+
+namespace loom {
+namespace oracle {
+
+using Vec = std::vector<double>;
+using IVec = std::vector<int64_t>;
+
+//===----------------------------------------------------------------------===//
+// Op-level references
+//===----------------------------------------------------------------------===//
+
+/// x: [R, D] rows; y[r, i] = x[r, i] / sqrt(mean(x[r]^2) + eps) * w[i].
+Vec rmsnorm(const Vec &x, const Vec &w, int64_t D, double eps);
+
+/// x: [M, K], w: [N, K]; y = x w^T (+ residual [M, N] when non-null).
+Vec linear(const Vec &x, const Vec &w, int64_t M, int64_t K, int64_t N,
+           const Vec *residual = nullptr);
+
+/// x: [T, H, D], positions: [T]; NeoX-halves rotation of the first
+/// rotaryDim dims by positions[t] * theta^(-2i/rotaryDim), rest copied.
+Vec rope(const Vec &x, const IVec &positions, int64_t H, int64_t D,
+         int64_t rotaryDim, double theta);
+
+/// k: [T, Hkv, D], v: [T, Hkv, Dv] written to page slot/P, slot slot%P of
+/// the [pages, P, Hkv, D|Dv] caches; negative slots are skipped.
+void kvAppend(const Vec &k, const Vec &v, const IVec &slotMapping, int64_t Hkv,
+              int64_t D, int64_t Dv, int64_t P, Vec &kCache, Vec &vCache);
+
+/// The paged page table of gqa_decode: request b owns page ids
+/// indices[indptr[b] .. indptr[b+1]) and holds lens[b] tokens.
+struct PageTable {
+  IVec indptr, indices, lens;
+};
+
+/// q: [B, Hq, D]; caches [pages, P, Hkv, D|Dv]; returns o: [B, Hq, Dv],
+/// o[b, h] = softmax(smScale * q[b, h] . K^T) V over request b's tokens,
+/// query head h reading KV head h / (Hq / Hkv). An empty request gives 0.
+/// Throws std::invalid_argument when a request's pages cannot hold its tokens.
+Vec gqaDecode(const Vec &q, const Vec &kCache, const Vec &vCache,
+              const PageTable &table, int64_t B, int64_t Hq, int64_t Hkv,
+              int64_t D, int64_t Dv, int64_t P, double smScale);
+
+/// Elementwise gate / (1 + exp(-gate)) * up.
+Vec siluMul(const Vec &gate, const Vec &up);
+
+/// Elementwise a + b.
+Vec add(const Vec &a, const Vec &b);
+
+/// table: [vocab, D]; y[b] = table[ids[b]]. Throws std::out_of_range on a
+/// bad id.
+Vec embedding(const Vec &table, const IVec &ids, int64_t D);
+
+/// x: [B, V]; lowest index of the maximum per row, a NaN counting as the
+/// largest value.
+IVec argmax(const Vec &x, int64_t V);
+
+//===----------------------------------------------------------------------===//
+// Decoder layer, stack and head
+//===----------------------------------------------------------------------===//
+
+/// Shapes and constants of a decoder stack (configs/decoder/*.yaml).
+struct DecoderShape {
+  int64_t hidden = 0, qHeads = 0, kvHeads = 0, headDim = 0, ffn = 0;
+  int64_t pageSize = 0;
+  double rmsEps = 1e-5, ropeTheta = 10000.0;
+  bool qkNorm = false; // Qwen3: per-head RMSNorm on q and k before RoPE
+};
+
+/// One layer's weights, row-major as the graph stores them
+/// (w_q [Hq*hd, hidden], w_o [hidden, Hq*hd], w_down [hidden, ffn], ...).
+/// qNorm/kNorm ([headDim]) are read only when the shape has qkNorm.
+struct LayerWeights {
+  Vec attnNorm, wq, wk, wv, wo, qNorm, kNorm, ffnNorm, wGate, wUp, wDown;
+};
+
+/// One layer's paged caches, [pages, P, Hkv, headDim] each.
+struct LayerCache {
+  Vec k, v;
+};
+
+/// Runtime inputs of a decode step with `batch` requests, one new token
+/// each: its position, the cache slot it is written to, and the page table
+/// that already counts it (lens include the new token).
+struct StepMeta {
+  int64_t batch = 0;
+  IVec positions, slotMapping;
+  PageTable table;
+};
+
+/// One decoder layer on x [batch, hidden]; appends this step's K and V to
+/// `cache` and returns the layer's output [batch, hidden].
+Vec decoderLayer(const DecoderShape &shape, const LayerWeights &w, const Vec &x,
+                 const StepMeta &meta, LayerCache &cache);
+
+/// Layers 0..L-1 in order; caches[l] is layer l's cache.
+Vec decoderStack(const DecoderShape &shape,
+                 const std::vector<LayerWeights> &layers, const Vec &x,
+                 const StepMeta &meta, std::vector<LayerCache> &caches);
+
+/// Weights of the `head: true` variant: embedding table [vocab, hidden],
+/// final norm [hidden], LM head [vocab, hidden].
+struct HeadWeights {
+  int64_t vocab = 0;
+  Vec embed, finalNorm, lmHead;
+};
+
+struct HeadResult {
+  Vec hidden; // after the last layer, before the final norm
+  Vec logits; // [batch, vocab]
+  IVec tokens;
+};
+
+/// embedding -> decoderStack -> final RMSNorm -> LM head -> argmax.
+HeadResult decoderWithHead(const DecoderShape &shape,
+                           const std::vector<LayerWeights> &layers,
+                           const HeadWeights &head, const IVec &tokenIds,
+                           const StepMeta &meta,
+                           std::vector<LayerCache> &caches);
+
+} // namespace oracle
+} // namespace loom
+
+#endif // LOOM_TOOLS_ORACLE_DECODERORACLE_H
