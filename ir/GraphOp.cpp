@@ -143,6 +143,20 @@ LogicalResult GraphOp::verifyRegions() {
                          << getArgNames().size() << " names and "
                          << getArgRoles().size() << " roles";
 
+  if (std::optional<ArrayRef<int64_t>> bounds = getArgBounds()) {
+    if (bounds->size() != numArgs)
+      return emitOpError() << "has " << numArgs << " arguments but "
+                           << bounds->size() << " entries in 'arg_bounds'";
+    for (auto [i, bound] : llvm::enumerate(*bounds)) {
+      auto type = cast<MemRefType>(block.getArgument(i).getType());
+      bool dynamic = type.getRank() > 0 && type.isDynamicDim(0);
+      if (dynamic ? bound <= 0 : bound != 0)
+        return emitOpError() << "argument '" << getArgName(i) << "' has bound "
+                             << bound << "; a dynamic leading dimension needs "
+                             << "a positive bound, a static one 0";
+    }
+  }
+
   llvm::StringSet<> seen;
   for (BlockArgument arg : block.getArguments()) {
     unsigned i = arg.getArgNumber();

@@ -36,6 +36,10 @@ def Loom_GraphOp : Loom_Op<"graph", [
     role (`input`, `weight`, `cache`, `output`, `meta`) and a name, printed as
     its SSA name. `target(...)` is the chip it is compiled for.
 
+    `arg_bounds` (optional) gives, per argument, the most entries its
+    dynamic leading dimension may have at run time (0 for static buffers):
+    the runtime checks bindings against it and workspaces are sized by it.
+
     The verifier rejects writes (through any `loom.slice` view) to `input`,
     `weight` and `meta` buffers, `output` buffers that nothing writes, `meta`
     buffers that are not integers, and ops from outside the dialect.
@@ -52,7 +56,8 @@ def Loom_GraphOp : Loom_Op<"graph", [
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Loom_TargetAttr:$target,
                        StrArrayAttr:$arg_names,
-                       TypedArrayAttrBase<Loom_RoleAttr, "argument roles">:$arg_roles);
+                       TypedArrayAttrBase<Loom_RoleAttr, "argument roles">:$arg_roles,
+                       OptionalAttr<DenseI64ArrayAttr>:$arg_bounds);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;

@@ -14,12 +14,7 @@
 def Loom_ScheduleMode : I32EnumAttr<"ScheduleMode", "how workers get tasks", [
     I32EnumAttrCase<"Static", 0, "static">,
     I32EnumAttrCase<"Dynamic", 1, "dynamic">]> {
-  let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::loom";
-}
-def Loom_ScheduleModeAttr : EnumAttr<Loom_Dialect, Loom_ScheduleMode, "schedule_mode"> {
-  let summary = "static per-worker lists, or one global work queue";
-  let assemblyFormat = "`<` $value `>`";
 }
 
 def Loom_ProgramOp : Loom_Op<"program", [
@@ -32,14 +27,14 @@ def Loom_ProgramOp : Loom_Op<"program", [
     from one atomic counter in the order of the `loom.task` ops.
 
     ```mlir
-    loom.program workers(132) mode(#loom.schedule_mode<static>) {
+    loom.program workers(132) mode(static) {
       loom.event 0 needs(16)
       loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(900)
       loom.worker 0 tasks [0]
     }
     ```
   }];
-  let arguments = (ins I64Attr:$workers, Loom_ScheduleModeAttr:$mode);
+  let arguments = (ins I64Attr:$workers, Loom_ScheduleMode:$mode);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "`workers` `(` $workers `)` `mode` `(` $mode `)` attr-dict-with-keyword $body";
   let extraClassDeclaration = [{

@@ -41,10 +41,12 @@ public:
     return MemRefType::get(shape, element);
   }
 
-  void arg(StringRef name, Role role, MemRefType type) {
+  /// `bound`: most entries of the dynamic leading dimension at run time.
+  void arg(StringRef name, Role role, MemRefType type, int64_t bound = 0) {
     names.push_back(name);
     roles.push_back(role);
     types.push_back(type);
+    bounds.push_back(type.getRank() > 0 && type.isDynamicDim(0) ? bound : 0);
   }
 
   /// Creates the graph with the declared arguments; the body goes before its
@@ -53,6 +55,7 @@ public:
     b.setInsertionPointToEnd(module->getBody());
     graph = b.create<GraphOp>(b.getUnknownLoc(), symbol, target, names, roles,
                               types);
+    graph.setArgBounds(bounds);
     for (auto [name, value] :
          llvm::zip(names, graph.getBodyBlock().getArguments()))
       args[name] = value;
@@ -99,6 +102,7 @@ private:
   SmallVector<StringRef> names;
   SmallVector<Role> roles;
   SmallVector<Type> types;
+  SmallVector<int64_t> bounds;
   llvm::StringMap<Value> args;
 };
 
@@ -107,15 +111,16 @@ void buildMlaDecode(GraphBuilder &g, const spec::Spec &s,
   Type act = g.elementType(m.dtype);
   Type i32 = g.b.getI32Type(), f32 = g.b.getF32Type();
   int64_t h = m.numHeads, dc = m.headDimCkv, dp = m.headDimKpe;
-  g.arg("q_nope", Role::Input, g.buf({kDyn, h, dc}, act));
-  g.arg("q_pe", Role::Input, g.buf({kDyn, h, dp}, act));
+  int64_t batch = m.maxBatch;
+  g.arg("q_nope", Role::Input, g.buf({kDyn, h, dc}, act), batch);
+  g.arg("q_pe", Role::Input, g.buf({kDyn, h, dp}, act), batch);
   g.arg("ckv_cache", Role::Cache, g.buf({m.maxPages, m.pageSize, dc}, act));
   g.arg("kpe_cache", Role::Cache, g.buf({m.maxPages, m.pageSize, dp}, act));
-  g.arg("kv_indptr", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("kv_indices", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("kv_lens", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("o", Role::Output, g.buf({kDyn, h, dc}, act));
-  g.arg("lse", Role::Output, g.buf({kDyn, h}, f32));
+  g.arg("kv_indptr", Role::Meta, g.buf({kDyn}, i32), batch + 1);
+  g.arg("kv_indices", Role::Meta, g.buf({kDyn}, i32), m.maxPages);
+  g.arg("kv_lens", Role::Meta, g.buf({kDyn}, i32), batch);
+  g.arg("o", Role::Output, g.buf({kDyn, h, dc}, act), batch);
+  g.arg("lse", Role::Output, g.buf({kDyn, h}, f32), batch);
   g.create(s.name);
   g.bound("max_batch", m.maxBatch);
   g.b.create<MlaDecodeOp>(g.loc(), g.get("q_nope"), g.get("q_pe"),
@@ -130,18 +135,19 @@ void buildKdaPrefill(GraphBuilder &g, const spec::Spec &s,
   Type act = g.elementType(k.dtype);
   Type i32 = g.b.getI32Type(), f32 = g.b.getF32Type();
   int64_t h = k.numHeads, dk = k.headDimK, dv = k.headDimV;
-  g.arg("q", Role::Input, g.buf({kDyn, h, dk}, act));
-  g.arg("k", Role::Input, g.buf({kDyn, h, dk}, act));
-  g.arg("v", Role::Input, g.buf({kDyn, h, dv}, act));
-  g.arg("g", Role::Input, g.buf({kDyn, h, dk}, act));
-  g.arg("beta", Role::Input, g.buf({kDyn, h}, act));
+  int64_t tokens = k.maxTokens, seqs = k.maxSeqs;
+  g.arg("q", Role::Input, g.buf({kDyn, h, dk}, act), tokens);
+  g.arg("k", Role::Input, g.buf({kDyn, h, dk}, act), tokens);
+  g.arg("v", Role::Input, g.buf({kDyn, h, dv}, act), tokens);
+  g.arg("g", Role::Input, g.buf({kDyn, h, dk}, act), tokens);
+  g.arg("beta", Role::Input, g.buf({kDyn, h}, act), tokens);
   g.arg("a_log", Role::Weight, g.buf({h}, f32));
   g.arg("dt_bias", Role::Weight, g.buf({h, dk}, f32));
-  g.arg("cu_seqlens", Role::Meta, g.buf({kDyn}, i32));
+  g.arg("cu_seqlens", Role::Meta, g.buf({kDyn}, i32), seqs + 1);
   if (k.initialState)
-    g.arg("initial_state", Role::Input, g.buf({kDyn, h, dk, dv}, f32));
-  g.arg("o", Role::Output, g.buf({kDyn, h, dv}, act));
-  g.arg("final_state", Role::Output, g.buf({kDyn, h, dk, dv}, f32));
+    g.arg("initial_state", Role::Input, g.buf({kDyn, h, dk, dv}, f32), seqs);
+  g.arg("o", Role::Output, g.buf({kDyn, h, dv}, act), tokens);
+  g.arg("final_state", Role::Output, g.buf({kDyn, h, dk, dv}, f32), seqs);
   g.create(s.name);
   g.bound("max_tokens", k.maxTokens);
   g.bound("max_seqs", k.maxSeqs);
@@ -174,10 +180,10 @@ void buildDecoder(GraphBuilder &g, const spec::Spec &s,
           hd = d.headDim, ffn = d.ffn, B = d.maxBatch;
 
   if (d.head) {
-    g.arg("token_ids", Role::Input, g.buf({kDyn}, i32));
+    g.arg("token_ids", Role::Input, g.buf({kDyn}, i32), B);
     g.arg("embed", Role::Weight, g.buf({d.vocab, hid}, act));
   } else {
-    g.arg("hidden", Role::Input, g.buf({kDyn, hid}, act));
+    g.arg("hidden", Role::Input, g.buf({kDyn, hid}, act), B);
   }
   g.arg("attn_norm", Role::Weight, g.buf({L, hid}, act));
   g.arg("w_q", Role::Weight, g.buf({L, hq * hd, hid}, act));
@@ -198,15 +204,15 @@ void buildDecoder(GraphBuilder &g, const spec::Spec &s,
   }
   g.arg("k_cache", Role::Cache, g.buf({L, d.maxPages, d.pageSize, hkv, hd}, act));
   g.arg("v_cache", Role::Cache, g.buf({L, d.maxPages, d.pageSize, hkv, hd}, act));
-  g.arg("positions", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("slot_mapping", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("kv_indptr", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("kv_indices", Role::Meta, g.buf({kDyn}, i32));
-  g.arg("kv_lens", Role::Meta, g.buf({kDyn}, i32));
+  g.arg("positions", Role::Meta, g.buf({kDyn}, i32), B);
+  g.arg("slot_mapping", Role::Meta, g.buf({kDyn}, i32), B);
+  g.arg("kv_indptr", Role::Meta, g.buf({kDyn}, i32), B + 1);
+  g.arg("kv_indices", Role::Meta, g.buf({kDyn}, i32), d.maxPages);
+  g.arg("kv_lens", Role::Meta, g.buf({kDyn}, i32), B);
   if (d.head)
-    g.arg("next_tokens", Role::Output, g.buf({kDyn}, i32));
+    g.arg("next_tokens", Role::Output, g.buf({kDyn}, i32), B);
   else
-    g.arg("hidden_out", Role::Output, g.buf({kDyn, hid}, act));
+    g.arg("hidden_out", Role::Output, g.buf({kDyn, hid}, act), B);
   g.create(s.name);
   g.bound("max_batch", B);
 

@@ -1,23 +1,29 @@
 //===- loomc.cpp - Loom's front door: YAML spec in, artifacts out ----------===//
 //
-//   loomc SPEC.yaml --target=h200 [-o DIR] [--emit=graph]
+//   loomc SPEC.yaml --target=host -o DIR --emit=artifact [--run]
 //
 // Nothing is written unless the whole compilation succeeds: every artifact is
-// produced in memory first, then written to a temporary file and renamed.
+// produced in memory (or in a temporary file) first, then renamed into place.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/LoomDialect.h"
+#include "passes/Passes.h"
 #include "targets/chips/ChipTable.h"
+#include "targets/common/TaskTable.h"
+#include "targets/host/EmitHost.h"
 #include "tools/frontend/BuildGraph.h"
+#include "tools/loomc/HostCompiler.h"
 #include "tools/spec/Spec.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -25,13 +31,12 @@ using namespace llvm;
 
 namespace {
 
-enum class Emit { Graph };
+enum class Emit { Graph, Scheduled, Source, Artifact };
 
 cl::OptionCategory loomcCategory("loomc options");
 
 cl::opt<std::string> specPath(cl::Positional, cl::Required,
-                              cl::desc("<spec.yaml>"),
-                              cl::cat(loomcCategory));
+                              cl::desc("<spec.yaml>"), cl::cat(loomcCategory));
 
 cl::opt<std::string>
     targetName("target", cl::Required,
@@ -39,18 +44,65 @@ cl::opt<std::string>
                         "host (the chip table in targets/chips)"),
                cl::value_desc("chip"), cl::cat(loomcCategory));
 
-cl::opt<std::string>
-    outputDir("o",
-              cl::desc("Write artifacts into this directory (created if "
-                       "missing) as <name>.<target>.<ext>; without -o the "
-                       "emitted text goes to stdout"),
-              cl::value_desc("dir"), cl::cat(loomcCategory));
+cl::opt<std::string> outputDir(
+    "o",
+    cl::desc("Write artifacts into this directory (created if missing) as "
+             "<name>.<target>.<ext>; without -o, text goes to stdout"),
+    cl::value_desc("dir"), cl::cat(loomcCategory));
 
 cl::opt<Emit> emitKind(
     "emit", cl::desc("What to produce:"), cl::init(Emit::Graph),
-    cl::values(clEnumValN(Emit::Graph, "graph",
-                          "the loom.graph built from the spec (.mlir)")),
+    cl::values(
+        clEnumValN(Emit::Graph, "graph", "the loom.graph built from the spec (.mlir)"),
+        clEnumValN(Emit::Scheduled, "scheduled",
+                   "the graph after the Loom pipeline: tiles, events, worker "
+                   "lists (.scheduled.mlir)"),
+        clEnumValN(Emit::Source, "source",
+                   "the generated program source (host: C++) (.cpp)"),
+        clEnumValN(Emit::Artifact, "artifact",
+                   "the code object and its metadata (host: .so + .json + "
+                   ".cpp); needs -o unless --run")),
     cl::cat(loomcCategory));
+
+cl::opt<std::string> scheduleMode(
+    "schedule", cl::desc("static (per-worker task lists, default) or dynamic "
+                         "(one global work queue)"),
+    cl::init("static"), cl::cat(loomcCategory));
+
+cl::opt<int> layersOverride(
+    "layers",
+    cl::desc("Decoder specs: compile only the first N layers (quick runs)"),
+    cl::init(0), cl::cat(loomcCategory));
+
+cl::opt<bool> runProgram(
+    "run",
+    cl::desc("Build the artifact, run it on the target's device on random "
+             "inputs, and check it against the fp64 oracle; exit non-zero "
+             "above tolerance. Host target only for now. Decoder specs run "
+             "2 layers unless --layers says otherwise"),
+    cl::init(false), cl::cat(loomcCategory));
+
+cl::opt<uint64_t> seed("seed", cl::desc("--run: random seed (default: fresh, printed)"),
+                       cl::init(0), cl::cat(loomcCategory));
+cl::opt<int> launches("launches", cl::desc("--run: launches in a row"),
+                      cl::init(3), cl::cat(loomcCategory));
+cl::list<int64_t> kvLens("kv-lens", cl::CommaSeparated,
+                         cl::desc("--run: context length per request (MLA, decoder)"),
+                         cl::cat(loomcCategory));
+cl::list<int64_t> seqLens("seq-lens", cl::CommaSeparated,
+                          cl::desc("--run: packed sequence lengths (KDA)"),
+                          cl::cat(loomcCategory));
+
+cl::opt<std::string> kernelsRoot(
+    "kernels-root",
+    cl::desc("Directory holding kernels/ (the task bodies the host program "
+             "includes); default: this source tree"),
+    cl::init(LOOM_SOURCE_DIR), cl::cat(loomcCategory));
+
+int fail(const Twine &message) {
+  errs() << "loomc: error: " << message << "\n";
+  return 1;
+}
 
 /// Writes `text` to `path` atomically: a temporary beside it, then a rename,
 /// so a failure never leaves a partial artifact behind.
@@ -58,24 +110,77 @@ bool writeAtomically(StringRef path, StringRef text) {
   std::string error;
   auto file = mlir::openOutputFile(path.str() + ".tmp", &error);
   if (!file) {
-    errs() << "loomc: error: " << error << "\n";
+    fail(error);
     return false;
   }
   file->os() << text;
   file->os().flush();
   if (file->os().has_error()) {
-    errs() << "loomc: error: cannot write '" << path << ".tmp'\n";
+    fail("cannot write '" + path + ".tmp'");
     return false;
   }
   file->keep();
   file.reset();
   if (std::error_code ec = sys::fs::rename(path + ".tmp", path)) {
-    errs() << "loomc: error: cannot write '" << path << "': " << ec.message()
-           << "\n";
     sys::fs::remove(path + ".tmp");
+    fail("cannot write '" + path + "': " + ec.message());
     return false;
   }
   return true;
+}
+
+std::string printModule(mlir::ModuleOp module) {
+  std::string text;
+  raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+/// The files of one compilation, written only once all exist.
+struct Outputs {
+  std::vector<std::pair<std::string, std::string>> files; // name, contents
+  std::string library; ///< built code object (a temporary), if any
+};
+
+/// Runs `library` through loom-run (installed beside loomc; it links the
+/// runtime and the oracles, not LLVM, so it also runs on GPU machines).
+int runChecked(const char *argv0, const loom::spec::Spec &spec,
+               const std::string &library) {
+  std::string self = sys::fs::getMainExecutable(argv0, (void *)&fail);
+  SmallString<256> runner(sys::path::parent_path(self));
+  sys::path::append(runner, "loom-run");
+  if (!sys::fs::can_execute(runner))
+    return fail("cannot find loom-run beside loomc (" + runner + ")");
+  std::vector<std::string> args = {std::string(runner), specPath, library,
+                                   "--launches", std::to_string(launches)};
+  if (auto *decoder = std::get_if<loom::spec::DecoderSpec>(&spec.family)) {
+    args.push_back("--layers");
+    args.push_back(std::to_string(decoder->layers));
+  }
+  if (seed != 0) {
+    args.push_back("--seed");
+    args.push_back(std::to_string(seed));
+  }
+  auto joined = [](const cl::list<int64_t> &values) {
+    std::string s;
+    for (int64_t v : values)
+      s += (s.empty() ? "" : ",") + std::to_string(v);
+    return s;
+  };
+  if (!kvLens.empty()) {
+    args.push_back("--kv-lens");
+    args.push_back(joined(kvLens));
+  }
+  if (!seqLens.empty()) {
+    args.push_back("--seq-lens");
+    args.push_back(joined(seqLens));
+  }
+  SmallVector<StringRef> refs(args.begin(), args.end());
+  std::string error;
+  int rc = sys::ExecuteAndWait(runner, refs, std::nullopt, {}, 0, 0, &error);
+  if (rc < 0)
+    return fail("loom-run failed: " + error);
+  return rc;
 }
 
 } // namespace
@@ -85,15 +190,14 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(loomcCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "loomc: compile a Loom YAML kernel spec (configs/README.md) for one "
-      "chip\n");
+      "loomc: compile a Loom YAML kernel spec (configs/README.md) for one chip\n");
 
   const loom::ChipInfo *chip = loom::findChip(targetName);
-  if (!chip) {
-    errs() << "loomc: error: unknown target '" << targetName
-           << "'; known targets: " << loom::knownChipNames() << "\n";
-    return 1;
-  }
+  if (!chip)
+    return fail("unknown target '" + targetName +
+                "'; known targets: " + loom::knownChipNames());
+  if (scheduleMode != "static" && scheduleMode != "dynamic")
+    return fail("--schedule must be 'static' or 'dynamic', got '" + scheduleMode + "'");
 
   loom::spec::LoadResult loaded = loom::spec::loadSpecFile(specPath);
   if (!loaded.ok()) {
@@ -101,39 +205,120 @@ int main(int argc, char **argv) {
       errs() << diag.str() << "\n";
     return 1;
   }
-  const loom::spec::Spec &spec = *loaded.spec;
+  loom::spec::Spec spec = *loaded.spec;
   if (!spec.targets.empty() &&
-      std::find(spec.targets.begin(), spec.targets.end(), targetName.getValue()) ==
-          spec.targets.end()) {
+      std::find(spec.targets.begin(), spec.targets.end(),
+                targetName.getValue()) == spec.targets.end()) {
     errs() << specPath << ": error: spec '" << spec.name
            << "' does not list target '" << targetName << "' in 'targets'\n";
     return 1;
   }
+  if (auto *decoder = std::get_if<loom::spec::DecoderSpec>(&spec.family)) {
+    int64_t layers = layersOverride > 0 ? layersOverride.getValue()
+                     : runProgram      ? std::min<int64_t>(2, decoder->layers)
+                                       : decoder->layers;
+    if (layers > decoder->layers)
+      return fail("--layers=" + Twine(layers) + " exceeds the spec's " +
+                  Twine(decoder->layers) + " layers");
+    if (layers != decoder->layers)
+      errs() << "loomc: note: compiling " << layers << " of "
+             << decoder->layers << " layers (--layers)\n";
+    decoder->layers = layers;
+  } else if (layersOverride > 0) {
+    return fail("--layers applies to decoder specs only");
+  }
+
+  if (runProgram) {
+    if (chip->vendor != loom::Vendor::Host)
+      return fail("--run needs a device of target '" + targetName +
+                  "': this build runs the host target only");
+    emitKind = Emit::Artifact;
+  }
+  bool needsCode = emitKind == Emit::Source || emitKind == Emit::Artifact;
+  if (needsCode && chip->vendor != loom::Vendor::Host)
+    return fail(Twine("no code emitter for target '") + targetName + "' (arch " +
+                chip->arch + ") in this build; use --emit=graph or --emit=scheduled");
+  if (emitKind == Emit::Artifact && outputDir.empty() && !runProgram)
+    return fail("--emit=artifact writes files: give an output directory with -o");
 
   mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      loom::buildGraph(context, spec, *chip);
-  if (!module) {
-    errs() << "loomc: error: the graph built from '" << specPath
-           << "' does not verify (diagnostics above)\n";
-    return 1;
+  context.getOrLoadDialect<mlir::loom::LoomDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module = loom::buildGraph(context, spec, *chip);
+  if (!module)
+    return fail("the graph built from '" + specPath +
+                "' does not verify (diagnostics above)");
+
+  std::string stem = spec.name + "." + targetName;
+  Outputs outputs;
+  if (emitKind == Emit::Graph) {
+    outputs.files.push_back({stem + ".mlir", printModule(*module)});
+  } else {
+    mlir::PassManager pm(&context);
+    mlir::loom::PipelineOptions options;
+    options.scheduleMode = scheduleMode;
+    mlir::loom::buildLoomPipeline(pm, options);
+    if (mlir::failed(pm.run(*module)))
+      return fail("the Loom pipeline failed on '" + specPath + "' (diagnostics above)");
+    if (emitKind == Emit::Scheduled)
+      outputs.files.push_back({stem + ".scheduled.mlir", printModule(*module)});
   }
 
-  std::string text;
-  raw_string_ostream os(text);
-  module->print(os);
-  os.flush();
+  if (needsCode) {
+    auto graph = *module->getOps<mlir::loom::GraphOp>().begin();
+    std::string source;
+    if (mlir::failed(mlir::loom::emitHostProgram(graph, source)))
+      return fail("code emission failed (diagnostics above)");
+    outputs.files.push_back({stem + ".cpp", source});
+    if (emitKind == Emit::Artifact) {
+      auto table = mlir::loom::TaskTable::build(graph);
+      std::string json;
+      raw_string_ostream os(json);
+      table->printMetadataJson(os);
+      outputs.files.push_back({stem + ".json", json});
+    }
+  }
 
-  if (outputDir.empty()) {
-    outs() << text;
+  // Without -o, a text form goes to stdout.
+  if (outputDir.empty() && !runProgram) {
+    outs() << outputs.files.front().second;
     return 0;
   }
-  if (std::error_code ec = sys::fs::create_directories(outputDir)) {
-    errs() << "loomc: error: cannot create '" << outputDir
-           << "': " << ec.message() << "\n";
-    return 1;
+
+  SmallString<256> dir(outputDir);
+  if (dir.empty() &&
+      sys::fs::createUniqueDirectory("loomc-" + stem, dir))
+    return fail("cannot create a temporary directory");
+  if (std::error_code ec = sys::fs::create_directories(dir))
+    return fail("cannot create '" + dir + "': " + ec.message());
+  auto pathOf = [&](StringRef name) {
+    SmallString<256> path(dir);
+    sys::path::append(path, name);
+    return std::string(path);
+  };
+
+  std::string library;
+  if (emitKind == Emit::Artifact) {
+    // Compile from a temporary source; nothing named after the spec exists
+    // until every step has succeeded.
+    std::string tmpSource = pathOf(stem + ".cpp.tmp.cpp");
+    std::string tmpLibrary = pathOf(stem + ".so.tmp");
+    std::string error;
+    bool built = writeAtomically(tmpSource, outputs.files[0].second) &&
+                 loom::compileHostProgram(tmpSource, tmpLibrary, kernelsRoot, error);
+    sys::fs::remove(tmpSource);
+    if (!built) {
+      sys::fs::remove(tmpLibrary);
+      return fail(error.empty() ? "cannot write the program source" : error);
+    }
+    library = pathOf(stem + ".so");
+    if (std::error_code ec = sys::fs::rename(tmpLibrary, library))
+      return fail("cannot write '" + library + "': " + ec.message());
   }
-  SmallString<256> path(outputDir);
-  sys::path::append(path, spec.name + "." + targetName + ".mlir");
-  return writeAtomically(path, text) ? 0 : 1;
+  for (auto &[name, text] : outputs.files)
+    if (!writeAtomically(pathOf(name), text))
+      return 1;
+
+  if (!runProgram)
+    return 0;
+  return runChecked(argv[0], spec, library);
 }

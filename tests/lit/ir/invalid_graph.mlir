@@ -250,3 +250,27 @@ loom.graph @g target(#t) (output %y : memref<8xbf16>) {
   %t = loom.alloc : memref<8xbf16>
   loom.add ins(%y, %y : memref<8xbf16>, memref<8xbf16>) outs(%t : memref<8xbf16>)
 }
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// expected-error @+1 {{'loom.graph' op has 2 arguments but 1 entries in 'arg_bounds'}}
+loom.graph @g target(#t) (input %a : memref<?xbf16>, output %b : memref<?xbf16>) attributes {arg_bounds = array<i64: 8>} {
+  loom.add ins(%a, %a : memref<?xbf16>, memref<?xbf16>) outs(%b : memref<?xbf16>)
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// expected-error @+1 {{'loom.graph' op argument 'b' has bound 0; a dynamic leading dimension needs a positive bound, a static one 0}}
+loom.graph @g target(#t) (input %a : memref<?xbf16>, output %b : memref<?xbf16>) attributes {arg_bounds = array<i64: 8, 0>} {
+  loom.add ins(%a, %a : memref<?xbf16>, memref<?xbf16>) outs(%b : memref<?xbf16>)
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// expected-error @+1 {{'loom.graph' op argument 'a' has bound 4; a dynamic leading dimension needs a positive bound, a static one 0}}
+loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) attributes {arg_bounds = array<i64: 4, 0>} {
+  loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
+}

@@ -1,0 +1,66 @@
+//===- TaskTable.h - The scheduled program as plain data ---------*- C++ -*-===//
+//
+// Every emitter (host, CUDA, HIP) writes the same task table: buffers, tasks
+// with their waits and triggers, events, worker lists. This collects it from
+// a scheduled graph once and prints it as the C arrays ProgramAbi.h reads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_TARGETS_COMMON_TASKTABLE_H
+#define LOOM_TARGETS_COMMON_TASKTABLE_H
+
+#include "ir/LoomOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::loom {
+
+struct TableBuffer {
+  std::string name;
+  Role role;
+  std::string elem;           ///< LOOM_ELEM_* name
+  std::vector<int64_t> dims;  ///< -1 for dynamic
+  int64_t bound = 0;          ///< bound of a dynamic leading dimension
+};
+
+struct TableTask {
+  Operation *op;
+  int64_t phase, tile;
+  std::vector<int64_t> waits, triggers;
+  std::string name; ///< "linear#3.p0[12]"
+};
+
+struct TaskTable {
+  std::string graphName, target;
+  bool dynamic = false;
+  int64_t workers = 0;
+  int64_t workspaceBytes = 0;
+  std::vector<TableBuffer> buffers;
+  std::vector<TableTask> tasks;           ///< by task id
+  std::vector<int64_t> eventNeeds;        ///< by event id
+  std::vector<std::vector<int64_t>> workerLists; ///< static mode
+  std::vector<int64_t> queue;             ///< dynamic mode: task order
+
+  /// Fails with a diagnostic unless `graph` went through the pipeline.
+  static FailureOr<TaskTable> build(GraphOp graph);
+
+  /// `static const` C arrays named kBuffers, kWorkerBegin, kWorkerTasks,
+  /// kTaskWaitBegin, kWaitEvents, kTaskTriggerBegin, kTriggerEvents,
+  /// kEventNeeds, kTaskNames.
+  void printArrays(llvm::raw_ostream &os) const;
+
+  /// The LoomProgramDesc initializer using those arrays and `runTask`.
+  void printDescriptor(llvm::raw_ostream &os, llvm::StringRef runTask) const;
+
+  /// A JSON summary: symbol, target, buffers, workspace, grid, schedule.
+  void printMetadataJson(llvm::raw_ostream &os) const;
+};
+
+/// LOOM_ELEM_* for an element type ("" if unsupported).
+std::string elemEnumName(Type type);
+
+} // namespace mlir::loom
+
+#endif // LOOM_TARGETS_COMMON_TASKTABLE_H

@@ -1,0 +1,74 @@
+// RUN: loom-opt %s -split-input-file --loom-partition --loom-plan-memory --loom-derive-events | FileCheck %s
+
+// A chain: each linear tile needs every row of the norm (one event for the
+// whole phase); each add tile needs both linear tiles' columns of its rows.
+#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @chain
+// CHECK:      loom.program workers(2) mode(static) {
+// CHECK-NEXT:   loom.event 0 needs(2)
+// CHECK-NEXT:   loom.event 1 needs(2)
+// CHECK-NEXT:   loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(520)
+// CHECK-NEXT:   loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost(520)
+// CHECK-NEXT:   loom.task 2 op(1) phase(0) tile(0) waits [0] triggers [1] cost(868)
+// CHECK-NEXT:   loom.task 3 op(1) phase(0) tile(1) waits [0] triggers [1] cost(868)
+// CHECK-NEXT:   loom.task 4 op(2) phase(0) tile(0) waits [1] triggers [] cost(561)
+// CHECK-NEXT:   loom.task 5 op(2) phase(0) tile(1) waits [1] triggers [] cost(561)
+// CHECK-NEXT: }
+loom.graph @chain target(#tiny) (input %x : memref<4x64xbf16>, weight %g : memref<64xbf16>,
+    weight %w : memref<128x64xbf16>, input %r : memref<4x128xbf16>, output %y : memref<4x128xbf16>) {
+  %h = loom.alloc : memref<4x64xbf16>
+  loom.rmsnorm ins(%x, %g : memref<4x64xbf16>, memref<64xbf16>) outs(%h : memref<4x64xbf16>) {eps = 1.0e-05 : f32}
+  %t = loom.alloc : memref<4x128xbf16>
+  loom.linear ins(%h, %w : memref<4x64xbf16>, memref<128x64xbf16>) outs(%t : memref<4x128xbf16>)
+  loom.add ins(%t, %r : memref<4x128xbf16>, memref<4x128xbf16>) outs(%y : memref<4x128xbf16>)
+}
+
+// -----
+
+// Row-wise ops: each task waits only for the producer task of its own rows
+// (one event each), not for the whole phase.
+#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @rows
+// CHECK:      loom.event 0 needs(1)
+// CHECK-NEXT: loom.event 1 needs(1)
+// CHECK-NEXT: loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 1 op(0) phase(0) tile(1) waits [] triggers [1] cost
+// CHECK-NEXT: loom.task 2 op(1) phase(0) tile(0) waits [0] triggers [] cost
+// CHECK-NEXT: loom.task 3 op(1) phase(0) tile(1) waits [1] triggers [] cost
+loom.graph @rows target(#tiny) (input %x : memref<4x64xbf16>, weight %g : memref<64xbf16>, output %y : memref<4x64xbf16>) {
+  %h = loom.alloc : memref<4x64xbf16>
+  loom.rmsnorm ins(%x, %g : memref<4x64xbf16>, memref<64xbf16>) outs(%h : memref<4x64xbf16>) {eps = 1.0e-05 : f32}
+  loom.rmsnorm ins(%h, %g : memref<4x64xbf16>, memref<64xbf16>) outs(%y : memref<4x64xbf16>) {eps = 1.0e-05 : f32}
+}
+
+// -----
+
+// Write-after-read: the second op overwrites cache rows that the first op
+// reads. Readers are tracked per phase, so each writer waits for the whole
+// reading phase (a safe over-approximation that keeps the maps small).
+#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @war
+// CHECK:      loom.event 0 needs(2)
+// CHECK-NEXT: loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 2 op(1) phase(0) tile(0) waits [0] triggers [] cost
+// CHECK-NEXT: loom.task 3 op(1) phase(0) tile(1) waits [0] triggers [] cost
+loom.graph @war target(#tiny) (cache %c : memref<4x64xbf16>, weight %g : memref<64xbf16>, output %y : memref<4x64xbf16>) {
+  loom.rmsnorm ins(%c, %g : memref<4x64xbf16>, memref<64xbf16>) outs(%y : memref<4x64xbf16>) {eps = 1.0e-05 : f32}
+  loom.rmsnorm ins(%y, %g : memref<4x64xbf16>, memref<64xbf16>) outs(%c : memref<4x64xbf16>) {eps = 1.0e-05 : f32}
+}
+
+// -----
+
+// Split phases: the merge of (request, KV head) waits on an event for all
+// splits of the whole KV phase (its scratch is shared).
+#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @split_kv
+// CHECK: loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost
+// CHECK: loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost
+// CHECK: loom.task 2 op(0) phase(1) tile(0) waits [0] triggers [] cost
+loom.graph @split_kv target(#tiny) (input %q : memref<1x2x16xbf16>, cache %kc : memref<8x4x1x16xbf16>,
+    cache %vc : memref<8x4x1x16xbf16>, meta %indptr : memref<?xi32>, meta %indices : memref<?xi32>,
+    meta %lens : memref<?xi32>, output %o : memref<1x2x16xbf16>) {
+  loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<1x2x16xbf16>, memref<8x4x1x16xbf16>, memref<8x4x1x16xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<1x2x16xbf16>) {sm_scale = 0.25 : f32}
+}

@@ -1,0 +1,376 @@
+//===- Check.cpp - Session, launch loop and report of LoomCheck -----------===//
+#include "tools/check/CheckInternal.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace loom::check {
+namespace detail {
+
+[[noreturn]] void fail(const std::string &message) {
+  throw std::runtime_error(message);
+}
+
+int32_t elemOf(loom::spec::DType dtype) {
+  switch (dtype) {
+  case loom::spec::DType::BF16:
+    return LOOM_ELEM_BF16;
+  case loom::spec::DType::F16:
+    return LOOM_ELEM_F16;
+  case loom::spec::DType::F32:
+    return LOOM_ELEM_F32;
+  }
+  return LOOM_ELEM_F32;
+}
+
+namespace {
+const char *roleName(int32_t role) {
+  switch (role) {
+  case LOOM_ROLE_INPUT:
+    return "input";
+  case LOOM_ROLE_WEIGHT:
+    return "weight";
+  case LOOM_ROLE_CACHE:
+    return "cache";
+  case LOOM_ROLE_OUTPUT:
+    return "output";
+  case LOOM_ROLE_META:
+    return "meta";
+  }
+  return "?";
+}
+
+std::string shapeString(int32_t elem, const std::vector<int64_t> &dims) {
+  std::string s = std::string(elemName(elem)) + "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s + "]";
+}
+
+std::string describeBuffer(const LoomBufferDesc &d) {
+  std::vector<int64_t> dims(d.dims, d.dims + d.rank);
+  return std::string(roleName(d.role)) + " " + shapeString(d.elem, dims);
+}
+
+std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+Session::Session(const RunOptions &options, const std::string &programPath)
+    : device_([&] {
+        try {
+          return loomrt::Device(options.device.c_str());
+        } catch (const loomrt::Error &e) {
+          fail("cannot open device '" + options.device + "': " + e.what());
+        }
+      }()),
+      path_(programPath) {
+  try {
+    program_ = device_.load(programPath);
+  } catch (const loomrt::Error &e) {
+    fail("cannot load program '" + programPath + "': " + e.what());
+  }
+  if (options.watchdogMs > 0)
+    program_.setWatchdogMs(uint32_t(options.watchdogMs));
+}
+
+Session::~Session() {
+  program_.reset(); // programs before their device; then free the memory
+  buffers_.clear();
+}
+
+void Session::expectBuffers(const std::vector<ExpectedBuffer> &expected,
+                            const std::string &what) {
+  std::vector<std::string> problems;
+  int32_t n = program_.numBuffers();
+  std::vector<bool> seen(size_t(n), false);
+  for (const ExpectedBuffer &e : expected) {
+    int32_t index = -1;
+    if (loomrt_program_find_buffer(program_.get(), e.name.c_str(), &index) !=
+        LOOMRT_SUCCESS) {
+      problems.push_back("buffer '" + e.name + "' (" + roleName(e.role) + " " +
+                         shapeString(e.elem, e.dims) +
+                         ") is missing from the program");
+      continue;
+    }
+    seen[size_t(index)] = true;
+    const LoomBufferDesc &d = program_.buffer(index);
+    std::vector<int64_t> dims(d.dims, d.dims + d.rank);
+    for (int64_t &x : dims)
+      x = x < 0 ? -1 : x;
+    if (d.role != e.role || d.elem != e.elem || dims != e.dims)
+      problems.push_back("buffer '" + e.name + "': the program has " +
+                         describeBuffer(d) + ", the spec gives " +
+                         roleName(e.role) + " " + shapeString(e.elem, e.dims));
+  }
+  for (int32_t i = 0; i < n; ++i)
+    if (!seen[size_t(i)]) {
+      const LoomBufferDesc &d = program_.buffer(i);
+      problems.push_back("the program has buffer '" + std::string(d.name) +
+                         "' (" + describeBuffer(d) + ") that the spec lacks");
+    }
+  if (!problems.empty()) {
+    std::string msg = "program '" + path_ + "' does not match " + what + ":";
+    for (const std::string &p : problems)
+      msg += "\n  " + p;
+    msg += "\n(was it compiled from this spec, with the same layers?)";
+    fail(msg);
+  }
+}
+
+const LoomBufferDesc &Session::desc(const std::string &name) const {
+  int32_t index = -1;
+  if (loomrt_program_find_buffer(program_.get(), name.c_str(), &index) !=
+      LOOMRT_SUCCESS)
+    fail("program has no buffer '" + name + "'");
+  return program_.buffer(index);
+}
+
+int64_t Session::bound(const std::string &name) const {
+  return desc(name).bound;
+}
+
+void *Session::allocate(const std::string &name, size_t bytes) {
+  const LoomBufferDesc &d = desc(name);
+  Buffer &b = buffers_[name];
+  b.output = d.role == LOOM_ROLE_OUTPUT;
+  b.bytes = std::max<size_t>(bytes, 1);
+  size_t total = b.bytes + (b.output ? kGuardBytes : 0);
+  try {
+    b.memory = device_.alloc(total);
+  } catch (const loomrt::Error &e) {
+    fail("cannot allocate " + humanBytes(double(total)) + " for buffer '" +
+         name + "': " + e.what());
+  }
+  return b.memory.get();
+}
+
+void *Session::ptr(const std::string &name) const {
+  auto it = buffers_.find(name);
+  if (it == buffers_.end())
+    fail("internal: buffer '" + name + "' was not allocated");
+  return it->second.memory.get();
+}
+
+size_t Session::bytes(const std::string &name) const {
+  auto it = buffers_.find(name);
+  return it == buffers_.end() ? 0 : it->second.bytes;
+}
+
+void Session::upload(const std::string &name, const void *src, size_t bytes,
+                     size_t offsetBytes) {
+  if (bytes == 0)
+    return;
+  if (offsetBytes + bytes > this->bytes(name))
+    fail("internal: upload of " + std::to_string(bytes) + " bytes at " +
+         std::to_string(offsetBytes) + " overflows buffer '" + name + "'");
+  device_.copy(static_cast<char *>(ptr(name)) + offsetBytes, src, bytes);
+}
+
+HostTensor Session::download(const std::string &name, int32_t elem,
+                             std::vector<int64_t> dims, size_t offsetBytes) {
+  HostTensor t(elem, std::move(dims));
+  if (t.sizeBytes() == 0)
+    return t;
+  if (offsetBytes + t.sizeBytes() > bytes(name))
+    fail("internal: download overflows buffer '" + name + "'");
+  device_.copy(t.data(), static_cast<char *>(ptr(name)) + offsetBytes,
+               t.sizeBytes());
+  return t;
+}
+
+void Session::bind(const std::string &name, const std::vector<int64_t> &dims) {
+  const LoomBufferDesc &d = desc(name);
+  Buffer &b = buffers_.at(name);
+  int64_t elems = 1;
+  if (dims.empty()) {
+    for (int32_t i = 0; i < d.rank; ++i)
+      elems *= d.dims[i];
+  } else {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (i < size_t(d.rank) && d.dims[i] < 0 && dims[i] > d.bound)
+        fail("buffer '" + name + "' needs " + std::to_string(dims[i]) +
+             " entries along its dynamic dim, the program's bound is " +
+             std::to_string(d.bound));
+      elems *= dims[i];
+    }
+  }
+  b.boundBytes = size_t(elems) * elemSize(d.elem);
+  if (b.boundBytes > b.bytes)
+    fail("internal: buffer '" + name + "' bound beyond its allocation");
+  try {
+    if (dims.empty())
+      program_.bind(name, b.memory.get());
+    else
+      program_.bind(name, b.memory.get(), dims);
+  } catch (const loomrt::Error &e) {
+    fail("cannot bind buffer '" + name + "': " + e.what());
+  }
+}
+
+void Session::poisonOutputs() {
+  for (auto &[name, b] : buffers_) {
+    if (!b.output)
+      continue;
+    const LoomBufferDesc &d = desc(name);
+    size_t es = elemSize(d.elem);
+    HostTensor p = poisonTensor(d.elem, int64_t((b.boundBytes + kGuardBytes) / es));
+    device_.copy(b.memory.get(), p.data(), p.sizeBytes());
+  }
+}
+
+int64_t Session::damagedGuards(std::string *where) {
+  int64_t damaged = 0;
+  for (auto &[name, b] : buffers_) {
+    if (!b.output)
+      continue;
+    const LoomBufferDesc &d = desc(name);
+    size_t es = elemSize(d.elem);
+    HostTensor g(d.elem, {int64_t(kGuardBytes / es)});
+    device_.copy(g.data(), static_cast<char *>(b.memory.get()) + b.boundBytes,
+                 g.sizeBytes());
+    int64_t here = 0;
+    for (int64_t i = 0; i < g.numel(); ++i)
+      here += !isPoison(g, i);
+    if (here && where)
+      *where += (where->empty() ? "" : ", ") + name + " (" +
+                std::to_string(here) + " elements)";
+    damaged += here;
+  }
+  return damaged;
+}
+
+uint64_t Session::launch() {
+  program_.launch();
+  program_.synchronize();
+  return program_.lastLaunchNs();
+}
+
+std::string Session::programSummary() const {
+  const LoomProgramDesc &d = program_.desc();
+  std::ostringstream os;
+  os << "program " << (d.name ? d.name : "?") << " for "
+     << (d.target ? d.target : "?") << " ("
+     << (d.mode == LOOM_SCHEDULE_DYNAMIC ? "dynamic" : "static") << ", "
+     << d.num_workers << " workers, " << d.num_tasks << " tasks, "
+     << d.num_events << " events, workspace "
+     << humanBytes(double(d.workspace_bytes)) << ") on "
+     << device_.kind() << ": " << path_;
+  return os.str();
+}
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// runAndCheck
+//===----------------------------------------------------------------------===//
+
+RunReport runAndCheck(const loom::spec::Spec &spec,
+                      const std::string &programPath,
+                      const RunOptions &options) {
+  using namespace detail;
+  if (options.launches < 1)
+    fail("launches must be >= 1, got " + std::to_string(options.launches));
+  RunReport report;
+  report.seed = options.seed ? options.seed : randomSeed();
+
+  Session session(options, programPath);
+  Rng rng(report.seed);
+  std::unique_ptr<Family> family;
+  auto setupStart = std::chrono::steady_clock::now();
+  try {
+    if (std::holds_alternative<loom::spec::MlaDecodeSpec>(spec.family))
+      family = makeMlaFamily(session, spec, options);
+    else if (std::holds_alternative<loom::spec::KdaPrefillSpec>(spec.family))
+      family = makeKdaFamily(session, spec, options);
+    else
+      family = makeDecoderFamily(session, spec, options, rng);
+  } catch (const loomrt::Error &e) {
+    fail(std::string("runtime error while setting up: ") + e.what());
+  }
+  double setupS = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - setupStart)
+                      .count();
+
+  CheckSet checks;
+  std::vector<double> launchMs;
+  double oracleS = 0;
+  for (int launch = 1; launch <= options.launches; ++launch) {
+    Rng launchRng = rng.fork(uint64_t(launch));
+    try {
+      family->prepare(launchRng, launch);
+      session.poisonOutputs();
+    } catch (const loomrt::Error &e) {
+      fail("runtime error while preparing launch " + std::to_string(launch) +
+           ": " + e.what());
+    }
+    try {
+      launchMs.push_back(double(session.launch()) * 1e-6);
+    } catch (const loomrt::Error &e) {
+      checks.fail("launch", "launch " + std::to_string(launch) + " failed (" +
+                                loomrt_status_name(e.status()) + "): " +
+                                e.what());
+      break;
+    }
+    auto verifyStart = std::chrono::steady_clock::now();
+    try {
+      family->verify(checks, launch);
+      std::string where;
+      int64_t damaged = session.damagedGuards(&where);
+      checks.add("guards past outputs", "elements written", 0, double(damaged),
+                 damaged ? "written past the bound rows of: " + where : "");
+    } catch (const loomrt::Error &e) {
+      fail("runtime error while reading launch " + std::to_string(launch) +
+           ": " + e.what());
+    } catch (const std::runtime_error &) {
+      throw;
+    } catch (const std::exception &e) {
+      fail("while checking launch " + std::to_string(launch) + ": " + e.what());
+    }
+    oracleS += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             verifyStart)
+                   .count();
+  }
+
+  report.checks = checks.checks();
+  report.ok = checks.ok();
+  report.launchMs = median(launchMs);
+
+  std::ostringstream os;
+  os << spec.name << " (" << loom::spec::familyName(spec) << ")\n";
+  os << "  " << session.programSummary() << "\n";
+  os << "  seed " << report.seed << ", " << options.launches
+     << " launches; " << family->sizes() << "\n";
+  os << checks.table();
+  std::string per;
+  for (double ms : launchMs)
+    per += (per.empty() ? "" : " ") + formatNumber(ms);
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "  launch time: median %.3f ms (%s); setup %.1f s, "
+                "readback + oracle %.1f s\n",
+                report.launchMs, per.c_str(), setupS, oracleS);
+  os << buf;
+  os << (report.ok ? "PASS" : "FAIL") << " " << spec.name << " (seed "
+     << report.seed << ")\n";
+  report.text = os.str();
+  return report;
+}
+
+} // namespace loom::check

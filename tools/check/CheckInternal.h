@@ -1,0 +1,129 @@
+//===- CheckInternal.h - The device session and family checkers -*- C++ -*-===//
+//
+// Session owns the loomrt device and program and the device memory of every
+// buffer; it checks the program's buffers against what the spec says they
+// must be, binds them, poisons outputs (with a poisoned guard region after
+// each one, checked after the launch), uploads and downloads. A Family
+// (MLA, KDA, decoder) draws the inputs of each launch and checks its
+// outputs against the oracle.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_TOOLS_CHECK_CHECKINTERNAL_H
+#define LOOM_TOOLS_CHECK_CHECKINTERNAL_H
+
+#include "tools/check/Check.h"
+#include "tools/check/CheckUtil.h"
+
+#include "loom/loomrt.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::check::detail {
+
+/// What the spec says one graph argument is (BuildGraph.cpp); dims < 0 are
+/// dynamic.
+struct ExpectedBuffer {
+  std::string name;
+  int32_t role;
+  int32_t elem;
+  std::vector<int64_t> dims;
+};
+
+/// LoomElem of a spec dtype.
+int32_t elemOf(loom::spec::DType dtype);
+
+class Session {
+public:
+  Session(const RunOptions &options, const std::string &programPath);
+  ~Session();
+
+  /// Throws unless the program's buffers are exactly `expected` (same names,
+  /// roles, element types and dims), listing every difference.
+  void expectBuffers(const std::vector<ExpectedBuffer> &expected,
+                     const std::string &what);
+
+  const LoomBufferDesc &desc(const std::string &name) const;
+  /// The bound of a buffer's dynamic leading dim (0 if static).
+  int64_t bound(const std::string &name) const;
+
+  /// Allocates device memory for a buffer (once; `bytes` >= 1). Outputs get
+  /// a guard region after them that is poisoned before every launch and
+  /// must still be poisoned after it.
+  void *allocate(const std::string &name, size_t bytes);
+  void *ptr(const std::string &name) const;
+  size_t bytes(const std::string &name) const;
+
+  void upload(const std::string &name, const void *src, size_t bytes,
+              size_t offsetBytes = 0);
+  void upload(const std::string &name, const HostTensor &t,
+              size_t offsetBytes = 0) {
+    upload(name, t.data(), t.sizeBytes(), offsetBytes);
+  }
+  /// `dims` elements of `elem` starting at `offsetBytes`.
+  HostTensor download(const std::string &name, int32_t elem,
+                      std::vector<int64_t> dims, size_t offsetBytes = 0);
+
+  /// Binds at `dims` (after checking each dynamic dim against its bound);
+  /// empty `dims` binds a static buffer at its declared dims.
+  void bind(const std::string &name, const std::vector<int64_t> &dims = {});
+
+  /// Poisons every output that was bound (its bound bytes and its guard).
+  void poisonOutputs();
+  /// Elements of the guard regions that lost their poison.
+  int64_t damagedGuards(std::string *where);
+
+  /// Launches once and waits; the launch's wall time in ns. Throws
+  /// loomrt::Error when the launch fails.
+  uint64_t launch();
+
+  std::string programSummary() const;
+  loomrt::Device &device() { return device_; }
+  loomrt::Program &program() { return program_; }
+
+private:
+  struct Buffer {
+    loomrt::Memory memory;
+    size_t bytes = 0;
+    size_t boundBytes = 0; ///< bytes covered by the current binding
+    bool output = false;
+  };
+  static constexpr size_t kGuardBytes = 4096;
+
+  loomrt::Device device_;
+  loomrt::Program program_;
+  std::string path_;
+  std::map<std::string, Buffer> buffers_;
+};
+
+/// One kernel family's inputs and checks.
+class Family {
+public:
+  virtual ~Family() = default;
+  /// The run-time sizes, one line.
+  virtual std::string sizes() const = 0;
+  /// Draws this launch's inputs, writes them to the device and binds.
+  virtual void prepare(Rng &rng, int launch) = 0;
+  /// Reads the outputs back and compares them with the oracle.
+  virtual void verify(CheckSet &checks, int launch) = 0;
+};
+
+std::unique_ptr<Family> makeMlaFamily(Session &session,
+                                      const loom::spec::Spec &spec,
+                                      const RunOptions &options);
+std::unique_ptr<Family> makeKdaFamily(Session &session,
+                                      const loom::spec::Spec &spec,
+                                      const RunOptions &options);
+/// Draws the weights (once, from `rng`) and writes them to the device.
+std::unique_ptr<Family> makeDecoderFamily(Session &session,
+                                          const loom::spec::Spec &spec,
+                                          const RunOptions &options, Rng &rng);
+
+/// Throws std::runtime_error(message).
+[[noreturn]] void fail(const std::string &message);
+
+} // namespace loom::check::detail
+
+#endif // LOOM_TOOLS_CHECK_CHECKINTERNAL_H
