@@ -1,0 +1,143 @@
+//===- loom-run.cpp - Run a compiled Loom program and check it -------------===//
+//
+//   loom-run SPEC.yaml PROGRAM.so [--seed N] [--launches N]
+//            [--kv-lens 1,17,40] [--seq-lens 1,63,200] [--layers N]
+//            [--device host] [--watchdog-ms N]
+//
+// Loads the spec, applies --layers (decoder: must match what the program was
+// compiled with), runs the program through loomrt and checks every launch
+// against the fp64 oracles (tools/check/Check.h). Prints the report; exits 0
+// when every check passes, 1 when a check fails, 2 on usage or setup errors.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/check/Check.h"
+#include "tools/spec/Spec.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *kUsage =
+    "usage: loom-run SPEC.yaml PROGRAM.so [options]\n"
+    "  --seed N          random seed (default: drawn and printed)\n"
+    "  --launches N      launches in a row, fresh inputs each (default 3)\n"
+    "  --kv-lens A,B,..  mla_decode/decoder: context length per request\n"
+    "                    (decoder: including the new token)\n"
+    "  --seq-lens A,B,.. kda_prefill: packed sequence lengths\n"
+    "  --layers N        decoder: the number of layers the program was\n"
+    "                    compiled with (overrides the spec's)\n"
+    "  --device KIND     loomrt device: host (default), cuda, hip\n"
+    "  --watchdog-ms N   watchdog timeout of the program\n";
+
+[[noreturn]] void usage(const std::string &message) {
+  std::cerr << "loom-run: " << message << "\n" << kUsage;
+  std::exit(2);
+}
+
+int64_t parseInt(const std::string &text, const std::string &option) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0)
+    usage("'" + option + "' expects an integer, got '" + text + "'");
+  return int64_t(v);
+}
+
+std::vector<int64_t> parseList(const std::string &text,
+                               const std::string &option) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos)
+      comma = text.size();
+    out.push_back(parseInt(text.substr(start, comma - start), option));
+    start = comma + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> positional;
+  loom::check::RunOptions options;
+  int64_t layers = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (arg.rfind("--", 0) == 0) {
+      std::string name = arg, value;
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        name = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+      } else {
+        if (i + 1 >= argc)
+          usage("'" + arg + "' needs a value");
+        value = argv[++i];
+      }
+      if (name == "--seed") {
+        char *end = nullptr;
+        options.seed = std::strtoull(value.c_str(), &end, 0);
+        if (value.empty() || *end != '\0')
+          usage("'--seed' expects an unsigned integer, got '" + value + "'");
+      } else if (name == "--launches") {
+        options.launches = int(parseInt(value, name));
+        if (options.launches < 1)
+          usage("'--launches' must be >= 1");
+      } else if (name == "--kv-lens") {
+        options.kvLens = parseList(value, name);
+      } else if (name == "--seq-lens") {
+        options.seqLens = parseList(value, name);
+      } else if (name == "--layers") {
+        layers = parseInt(value, name);
+        if (layers < 1)
+          usage("'--layers' must be >= 1");
+      } else if (name == "--device") {
+        options.device = value;
+      } else if (name == "--watchdog-ms") {
+        options.watchdogMs = parseInt(value, name);
+      } else {
+        usage("unknown option '" + name + "'");
+      }
+      continue;
+    }
+    positional.push_back(arg);
+  }
+  if (positional.size() != 2)
+    usage("expected SPEC.yaml and PROGRAM.so");
+
+  loom::spec::LoadResult loaded = loom::spec::loadSpecFile(positional[0]);
+  if (!loaded.ok()) {
+    for (const loom::spec::Diagnostic &d : loaded.errors)
+      std::cerr << d.str() << "\n";
+    return 2;
+  }
+  loom::spec::Spec spec = *loaded.spec;
+  if (layers) {
+    auto *decoder = std::get_if<loom::spec::DecoderSpec>(&spec.family);
+    if (!decoder)
+      usage("'--layers' applies to decoder specs only");
+    decoder->layers = layers;
+  }
+
+  try {
+    loom::check::RunReport report =
+        loom::check::runAndCheck(spec, positional[1], options);
+    std::cout << report.text << std::flush;
+    return report.ok ? 0 : 1;
+  } catch (const std::exception &e) {
+    std::cerr << "loom-run: " << e.what() << "\n";
+    return 2;
+  }
+}
