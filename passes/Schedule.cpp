@@ -50,43 +50,65 @@ struct SchedulePass : public mlir::loom::impl::LoomScheduleBase<SchedulePass> {
       if (int64_t(task.getId()) != int64_t(i))
         return task.emitOpError("task ids must be 0..N-1 in order");
 
-    // Producers of each task, through the events it waits on.
-    DenseMap<int64_t, SmallVector<int64_t>> producersOfEvent;
-    for (TaskOp task : tasks)
-      for (int64_t e : task.getTriggers())
-        producersOfEvent[e].push_back(task.getId());
-    SmallVector<SmallVector<int64_t>> preds(n), succs(n);
+    // Work at the level of events, never task-to-task edges: a phase that
+    // waits for a whole phase would otherwise cost |phase|^2 edges.
+    int64_t numEvents = 0;
     for (TaskOp task : tasks) {
       for (int64_t e : task.getWaits())
-        for (int64_t p : producersOfEvent.lookup(e))
-          preds[task.getId()].push_back(p);
-      llvm::sort(preds[task.getId()]);
-      auto &p = preds[task.getId()];
-      p.erase(std::unique(p.begin(), p.end()), p.end());
-      for (int64_t q : p)
-        succs[q].push_back(task.getId());
+        numEvents = std::max(numEvents, e + 1);
+      for (int64_t e : task.getTriggers())
+        numEvents = std::max(numEvents, e + 1);
+    }
+    SmallVector<SmallVector<int64_t>> waiters(numEvents);
+    SmallVector<int64_t> producers(numEvents, 0);
+    for (TaskOp task : tasks) {
+      for (int64_t e : task.getWaits())
+        waiters[e].push_back(task.getId());
+      for (int64_t e : task.getTriggers())
+        ++producers[e];
     }
 
-    // Longest path to the end; tasks only depend on lower ids when the
-    // table comes from loom-derive-events, but do not rely on it.
-    SmallVector<int64_t> order = topologicalOrder(n, preds, succs);
+    // A topological order (Kahn's, through event completion).
+    SmallVector<int64_t> order, pending(n), remaining(producers);
+    for (int64_t t = 0; t < n; ++t)
+      if ((pending[t] = tasks[t].getWaits().size()) == 0)
+        order.push_back(t);
+    for (size_t i = 0; i < order.size(); ++i)
+      for (int64_t e : tasks[order[i]].getTriggers())
+        if (--remaining[e] == 0)
+          for (int64_t w : waiters[e])
+            if (--pending[w] == 0)
+              order.push_back(w);
     if (int64_t(order.size()) != n)
-      return program.emitOpError("the task graph has a cycle; no schedule exists");
-    SmallVector<int64_t> level(n, 0);
+      return program.emitOpError(
+          "the task graph has a cycle or an event with too few triggers; no "
+          "schedule exists");
+
+    // Longest path to the end, through the events each task triggers.
+    SmallVector<int64_t> level(n, 0), eventLevel(numEvents, -1);
     for (int64_t t : llvm::reverse(order)) {
       int64_t longest = 0;
-      for (int64_t s : succs[t])
-        longest = std::max(longest, level[s]);
+      for (int64_t e : tasks[t].getTriggers()) {
+        if (eventLevel[e] < 0) {
+          eventLevel[e] = 0;
+          for (int64_t w : waiters[e])
+            eventLevel[e] = std::max(eventLevel[e], level[w]);
+        }
+        longest = std::max(longest, eventLevel[e]);
+      }
       level[t] = tasks[t].getCost() + longest;
     }
 
+    // List scheduling: the ready task with the longest path goes to the
+    // worker that frees up first.
     auto lower = [&](int64_t a, int64_t b) {
       return level[a] != level[b] ? level[a] < level[b] : a > b;
     };
     std::priority_queue<int64_t, std::vector<int64_t>, decltype(lower)> ready(lower);
-    SmallVector<int64_t> waiting(n), earliest(n, 0);
+    SmallVector<int64_t> eventDone(numEvents, 0);
+    remaining.assign(producers.begin(), producers.end());
     for (int64_t t = 0; t < n; ++t)
-      if ((waiting[t] = preds[t].size()) == 0)
+      if ((pending[t] = tasks[t].getWaits().size()) == 0)
         ready.push(t);
     int64_t workers = program.getWorkers();
     using Slot = std::pair<int64_t, int64_t>; // (free at, worker)
@@ -98,16 +120,21 @@ struct SchedulePass : public mlir::loom::impl::LoomScheduleBase<SchedulePass> {
     while (!ready.empty()) {
       int64_t t = ready.top();
       ready.pop();
+      int64_t earliest = 0;
+      for (int64_t e : tasks[t].getWaits())
+        earliest = std::max(earliest, eventDone[e]);
       auto [at, w] = free.top();
       free.pop();
-      int64_t finish = std::max(at, earliest[t]) + tasks[t].getCost();
+      int64_t finish = std::max(at, earliest) + tasks[t].getCost();
       free.push({finish, w});
       lists[w].push_back(t);
       placed.push_back(t);
-      for (int64_t s : succs[t]) {
-        earliest[s] = std::max(earliest[s], finish);
-        if (--waiting[s] == 0)
-          ready.push(s);
+      for (int64_t e : tasks[t].getTriggers()) {
+        eventDone[e] = std::max(eventDone[e], finish);
+        if (--remaining[e] == 0)
+          for (int64_t waiter : waiters[e])
+            if (--pending[waiter] == 0)
+              ready.push(waiter);
       }
     }
 
@@ -126,18 +153,5 @@ struct SchedulePass : public mlir::loom::impl::LoomScheduleBase<SchedulePass> {
     return success();
   }
 
-  static SmallVector<int64_t> topologicalOrder(int64_t n,
-                                               ArrayRef<SmallVector<int64_t>> preds,
-                                               ArrayRef<SmallVector<int64_t>> succs) {
-    SmallVector<int64_t> indegree(n), order;
-    for (int64_t t = 0; t < n; ++t)
-      if ((indegree[t] = preds[t].size()) == 0)
-        order.push_back(t);
-    for (size_t i = 0; i < order.size(); ++i)
-      for (int64_t s : succs[order[i]])
-        if (--indegree[s] == 0)
-          order.push_back(s);
-    return order;
-  }
 };
 } // namespace

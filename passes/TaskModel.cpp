@@ -173,6 +173,8 @@ PartitionAttr partitionKda(KdaPrefillOp op, TargetAttr target,
 // Regions
 //===----------------------------------------------------------------------===//
 
+constexpr int64_t kMaxColumnRows = 4;
+
 struct AccessBuilder {
   SmallVectorImpl<Access> &out;
   const GraphBounds &bounds;
@@ -189,9 +191,15 @@ struct AccessBuilder {
   }
 
   /// Columns [c0, c1) of every row of `v` seen as [rows, cols]: one range
-  /// per row.
+  /// per row. Past a few rows this is the whole buffer instead: consumers of
+  /// a column-tiled result almost always need every tile, and a range per
+  /// row per tile would make event derivation slow on large batches.
   void columns(Value v, bool write, int64_t rowCount, int64_t cols,
                int64_t c0, int64_t c1) {
+    if (rowCount > kMaxColumnRows) {
+      whole(v, write);
+      return;
+    }
     Access a{v, write, {}};
     int64_t eb = elemBytes(v);
     for (int64_t r = 0; r < rowCount; ++r)
@@ -318,6 +326,10 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
         if (kSplits > 1) {
           // Split s's partial sums are the slab [s][m][n0:n1) of floats.
           auto slab = [&](int64_t s, bool write) {
+            if (m > kMaxColumnRows) {
+              a.scratchRange(write, s * m * n * 4, (s + 1) * m * n * 4);
+              return;
+            }
             for (int64_t r = 0; r < m; ++r)
               a.scratchRange(write, ((s * m + r) * n + n0) * 4,
                              ((s * m + r) * n + n1) * 4);

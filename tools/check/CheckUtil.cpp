@@ -188,10 +188,41 @@ void HostTensor::setBits(int64_t i, uint32_t b) {
   std::memcpy(bytes.data() + size_t(i) * es, &wide, es);
 }
 
+namespace {
+/// Widens `count` elements from `begin` (typed loops: these run over
+/// hundreds of millions of weights).
+template <typename Out>
+void widen(const HostTensor &t, int64_t begin, int64_t count, Out *out) {
+  const unsigned char *p = t.bytes.data();
+  switch (t.elem) {
+  case LOOM_ELEM_BF16: {
+    auto *src = reinterpret_cast<const uint16_t *>(p) + begin;
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = Out(bitsFloat(uint32_t(src[i]) << 16));
+    return;
+  }
+  case LOOM_ELEM_F16: {
+    auto *src = reinterpret_cast<const f16 *>(p) + begin;
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = Out(toFloat(src[i]));
+    return;
+  }
+  case LOOM_ELEM_F32: {
+    auto *src = reinterpret_cast<const float *>(p) + begin;
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = Out(src[i]);
+    return;
+  }
+  default:
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = Out(t.get(begin + i));
+  }
+}
+} // namespace
+
 std::vector<float> HostTensor::toFloats() const {
-  std::vector<float> out(size_t(numel()));
-  for (int64_t i = 0; i < numel(); ++i)
-    out[i] = float(get(i));
+  std::vector<float> out(static_cast<size_t>(numel()));
+  widen(*this, 0, numel(), out.data());
   return out;
 }
 
@@ -200,9 +231,8 @@ std::vector<double> HostTensor::toDoubles() const {
 }
 
 std::vector<double> HostTensor::toDoubles(int64_t begin, int64_t count) const {
-  std::vector<double> out(size_t(count));
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = get(begin + i);
+  std::vector<double> out(static_cast<size_t>(count));
+  widen(*this, begin, count, out.data());
   return out;
 }
 

@@ -12,7 +12,8 @@
 //
 // Checks (DESIGN.md "KDA"): relative RMS error ||d|| / ||ref|| <= 5e-3 on o
 // and on final_state; on o also per 512-token window of the packed tokens
-// and per sequence (so a short sequence cannot hide among long ones).
+// and per sequence (so a short sequence cannot hide among long ones); on
+// final_state also per sequence.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/check/CheckInternal.h"
@@ -208,6 +209,15 @@ public:
                relRmsError(gotS.data(), ref.finalState.data(),
                            int64_t(gotS.size())),
                nonFiniteNote(gotS));
+    // Per sequence: a long sequence's state must not hide among short ones
+    // whose state is mostly the (exactly kept) initial state.
+    double perSeqState = worstRangeRelRms(gotS.data(), ref.finalState.data(),
+                                          H * K * V, windows(N_, 1), &at);
+    checks.add("final_state per sequence", "worst " + metric, kRelRms,
+               perSeqState,
+               at >= 0 ? "worst: sequence " + std::to_string(at) + " (" +
+                             std::to_string(lens_[size_t(at)]) + " tokens)"
+                       : "");
   }
 
 private:

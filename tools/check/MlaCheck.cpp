@@ -187,7 +187,7 @@ public:
     HostTensor lse = s_.download("lse", LOOM_ELEM_F32, {B_, H});
 
     // The oracle reads the compacted pages: page k of the table is row k.
-    std::vector<int32_t> compact(size_t(nnz_));
+    std::vector<int32_t> compact(static_cast<size_t>(nnz_));
     for (int64_t k = 0; k < nnz_; ++k)
       compact[size_t(k)] = int32_t(k);
     loom::oracle::MlaShape shape;

@@ -13,12 +13,14 @@
 #include "tools/check/Check.h"
 #include "tools/spec/Spec.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace {
