@@ -18,6 +18,8 @@ using namespace loom::rt;
 
 struct loomrt_device {
   std::unique_ptr<Device> impl;
+  // loomrt_device_describe's answer, kept so the pointer stays valid.
+  std::string description;
   // Programs refer to their device; it must not go away under them.
   std::atomic<int> livePrograms{0};
 };
@@ -118,6 +120,7 @@ loomrt_status loomrt_device_create(const char *kind, int ordinal,
       return s;
     auto *handle = new loomrt_device;
     handle->impl = std::move(impl);
+    handle->description = handle->impl->describe();
     *device = handle;
     return Status();
   });
@@ -138,6 +141,10 @@ loomrt_status loomrt_device_destroy(loomrt_device *device) {
 
 const char *loomrt_device_kind(const loomrt_device *device) {
   return device ? device->impl->kind() : "";
+}
+
+const char *loomrt_device_describe(const loomrt_device *device) {
+  return device ? device->description.c_str() : "";
 }
 
 loomrt_status loomrt_malloc(loomrt_device *device, size_t bytes, void **ptr) {
@@ -170,6 +177,23 @@ loomrt_status loomrt_memcpy(loomrt_device *device, void *dst, const void *src,
     LOOMRT_REQUIRE(dst);
     LOOMRT_REQUIRE(src);
     return device->impl->copy(dst, src, bytes);
+  });
+}
+
+loomrt_status loomrt_memcpy_kind(loomrt_device *device, void *dst,
+                                 const void *src, size_t bytes,
+                                 loomrt_copy_kind kind) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(device);
+    if (kind < LOOMRT_COPY_DEFAULT || kind > LOOMRT_COPY_HOST_TO_HOST)
+      return makeError(LOOMRT_ERROR_INVALID_ARGUMENT,
+                       "loomrt_memcpy_kind: kind ", static_cast<int>(kind),
+                       " is not a loomrt_copy_kind (0 to 4)");
+    if (bytes == 0)
+      return Status();
+    LOOMRT_REQUIRE(dst);
+    LOOMRT_REQUIRE(src);
+    return device->impl->copyKind(dst, src, bytes, kind);
   });
 }
 

@@ -4,9 +4,8 @@
 // same for every device; a backend supplies two objects:
 //
 //  * Device: memory, and turning a program file (or an in-process
-//    descriptor) into a Program. Host: dlopen a shared library. CUDA/HIP
-//    (later, under runtime/cuda and runtime/hip): load a code object and its
-//    metadata.
+//    descriptor) into a Program. Host: dlopen a shared library. CUDA
+//    (runtime/cuda): dlopen an artifact, load its code object as a module.
 //  * Executable: one loaded program on that device. It owns the event
 //    counters and the workers, starts a launch of a given epoch, and waits
 //    for it with a watchdog.
@@ -65,12 +64,23 @@ public:
   /// "host", "cuda", "hip".
   virtual const char *kind() const = 0;
   virtual int ordinal() const = 0;
+  /// One line for logs and messages; GPU backends add the model.
+  virtual std::string describe() const {
+    return std::string(kind()) + " device " + std::to_string(ordinal());
+  }
 
   /// At least 256-byte aligned; bytes > 0.
   virtual Status allocate(size_t bytes, void **out) = 0;
   /// Fails for a pointer this device did not allocate.
   virtual Status release(void *ptr) = 0;
   virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
+  /// A copy in a given direction. Backends whose device memory is host
+  /// memory need not care which.
+  virtual Status copyKind(void *dst, const void *src, size_t bytes,
+                          loomrt_copy_kind kind) {
+    (void)kind;
+    return copy(dst, src, bytes);
+  }
   virtual Status fill(void *dst, int value, size_t bytes) = 0;
 
   virtual Status loadProgram(const std::string &path, uint32_t flags,

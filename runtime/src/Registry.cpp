@@ -2,12 +2,14 @@
 //
 // The one place that knows which backends are compiled in. A backend that is
 // known but not built still has an entry, so asking for it says "not built"
-// rather than "unknown kind". CUDA/HIP backends (runtime/cuda, runtime/hip)
-// add their factories here behind LOOMRT_WITH_CUDA / LOOMRT_WITH_HIP, which
-// runtime/CMakeLists.txt defines when it builds them.
+// rather than "unknown kind". The CUDA backend is always built: it needs no
+// CUDA toolkit, and loads libcuda.so.1 only when a cuda device is asked for
+// (so a machine without a driver gets "cannot load libcuda.so.1", by name).
+// A HIP backend (runtime/hip) would add its factory behind LOOMRT_WITH_HIP.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cuda/CudaDevice.h"
 #include "runtime/host/HostDevice.h"
 #include "runtime/src/Backend.h"
 
@@ -27,7 +29,7 @@ struct BackendEntry {
 
 const BackendEntry kBackends[] = {
     {"host", createHostDevice, countHostDevices},
-    {"cuda", nullptr, nullptr},
+    {"cuda", cuda::createCudaDevice, cuda::countCudaDevices},
     {"hip", nullptr, nullptr},
 };
 

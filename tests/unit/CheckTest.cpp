@@ -339,7 +339,8 @@ TEST(CheckRun, GoodProgramPasses) {
   RunReport r = runSmall(LOOM_CHECK_PROG_GOOD);
   EXPECT_TRUE(r.ok);
   EXPECT_NE(r.seed, 0u);
-  for (const char *name : {"o", "lse", "empty requests", "guards past outputs"}) {
+  for (const char *name : {"o", "lse", "empty requests", "guards past outputs",
+                           "read-only buffers kept"}) {
     const Check *c = find(r, name);
     ASSERT_NE(c, nullptr) << name;
     EXPECT_TRUE(c->ok) << name;
@@ -369,6 +370,13 @@ TEST(CheckRun, WritePastBoundFailsGuard) {
   RunReport r = runSmall(LOOM_CHECK_PROG_OVERRUN);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(find(r, "guards past outputs")->ok);
+  EXPECT_TRUE(find(r, "o")->ok);
+}
+
+TEST(CheckRun, WritingAnInputFails) {
+  RunReport r = runSmall(LOOM_CHECK_PROG_CLOBBER);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(find(r, "read-only buffers kept")->ok);
   EXPECT_TRUE(find(r, "o")->ok);
 }
 

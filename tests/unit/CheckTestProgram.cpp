@@ -10,7 +10,8 @@
 //   LOOM_CHECK_PROG_NOLSE     leaves lse of the last request unwritten;
 //   LOOM_CHECK_PROG_OVERRUN   also writes the o row just past the bound ones;
 //   LOOM_CHECK_PROG_READTAIL  reads whole last pages (their NaN tails);
-//   LOOM_CHECK_PROG_FAILTASK  the task returns an error code.
+//   LOOM_CHECK_PROG_FAILTASK  the task returns an error code;
+//   LOOM_CHECK_PROG_CLOBBER   overwrites an element of q_pe after using it.
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/Numerics.h"
@@ -91,6 +92,9 @@ int32_t runTask(int32_t, const LoomBinding *b, void *) {
   }
 #ifdef LOOM_CHECK_PROG_OVERRUN
   o[B * H * Dc] = loom::toBf16(1.0f);
+#endif
+#ifdef LOOM_CHECK_PROG_CLOBBER
+  const_cast<bf16 *>(qp)[1] = loom::toBf16(0.0f);
 #endif
   return 0;
 }

@@ -224,6 +224,89 @@ void Session::bind(const std::string &name, const std::vector<int64_t> &dims) {
   }
 }
 
+uint64_t hashBytes(const void *data, size_t bytes, uint64_t seed) {
+  const auto *p = static_cast<const unsigned char *>(data);
+  uint64_t h = seed ^ 0x9e3779b97f4a7c15ull ^ bytes;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  for (; i < bytes; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h ^ (h >> 29);
+}
+
+uint64_t Session::hashRegion(const std::string &name, size_t offsetBytes,
+                             size_t bytes) {
+  // In chunks: a region may be a whole weight of several GiB.
+  constexpr size_t kChunk = size_t(64) << 20;
+  std::vector<unsigned char> buf(std::min(bytes, kChunk));
+  uint64_t h = 0;
+  for (size_t done = 0; done < bytes; done += kChunk) {
+    size_t n = std::min(kChunk, bytes - done);
+    device_.copy(buf.data(),
+                 static_cast<const char *>(ptr(name)) + offsetBytes + done, n);
+    h = hashBytes(buf.data(), n, h);
+  }
+  return h;
+}
+
+void Session::expectUnchanged(const std::string &name,
+                              const HostTensor &contents, size_t offsetBytes) {
+  Expectation e;
+  e.name = name;
+  e.offsetBytes = offsetBytes;
+  e.contents = contents;
+  expectations_.push_back(std::move(e));
+}
+
+void Session::expectUnchangedHash(const std::string &name, size_t offsetBytes,
+                                  size_t bytes) {
+  Expectation e;
+  e.name = name;
+  e.offsetBytes = offsetBytes;
+  e.bytes = bytes;
+  e.hash = hashRegion(name, offsetBytes, bytes);
+  e.persistent = true;
+  expectations_.push_back(std::move(e));
+}
+
+void Session::clearExpectations() {
+  std::vector<Expectation> kept;
+  for (Expectation &e : expectations_)
+    if (e.persistent)
+      kept.push_back(std::move(e));
+  expectations_ = std::move(kept);
+}
+
+int64_t Session::changedInputs(std::string *where) {
+  std::map<std::string, int64_t> byName;
+  for (const Expectation &e : expectations_) {
+    int64_t changed = 0;
+    if (e.bytes) {
+      changed = hashRegion(e.name, e.offsetBytes, e.bytes) != e.hash;
+    } else {
+      HostTensor now = download(e.name, e.contents.elem, e.contents.dims,
+                                e.offsetBytes);
+      for (int64_t i = 0; i < now.numel(); ++i)
+        changed += now.bits(i) != e.contents.bits(i);
+    }
+    if (changed)
+      byName[e.name] += changed;
+  }
+  int64_t total = 0;
+  for (auto &[name, n] : byName) {
+    total += n;
+    if (where)
+      *where += (where->empty() ? "" : ", ") + name + " (" + std::to_string(n) +
+                ")";
+  }
+  return total;
+}
+
 void Session::poisonOutputs() {
   for (auto &[name, b] : buffers_) {
     if (!b.output)
@@ -314,6 +397,7 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
   for (int launch = 1; launch <= options.launches; ++launch) {
     Rng launchRng = rng.fork(uint64_t(launch));
     try {
+      session.clearExpectations();
       family->prepare(launchRng, launch);
       session.poisonOutputs();
     } catch (const loomrt::Error &e) {
@@ -335,6 +419,11 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
       int64_t damaged = session.damagedGuards(&where);
       checks.add("guards past outputs", "elements written", 0, double(damaged),
                  damaged ? "written past the bound rows of: " + where : "");
+      std::string changedWhere;
+      int64_t changed = session.changedInputs(&changedWhere);
+      checks.add("read-only buffers kept", "elements (weights: buffers) changed", 0,
+                 double(changed),
+                 changed ? "changed: " + changedWhere : "");
     } catch (const loomrt::Error &e) {
       fail("runtime error while reading launch " + std::to_string(launch) +
            ": " + e.what());

@@ -70,6 +70,19 @@ public:
   /// empty `dims` binds a static buffer at its declared dims.
   void bind(const std::string &name, const std::vector<int64_t> &dims = {});
 
+  /// Read-only contents to find unchanged after the launch: `contents` at
+  /// `offsetBytes` of buffer `name` (copied), or, for large weights, a hash
+  /// of `bytes` bytes there. Per-launch expectations are dropped by
+  /// clearExpectations(); persistent ones (weights drawn once) stay.
+  void expectUnchanged(const std::string &name, const HostTensor &contents,
+                       size_t offsetBytes = 0);
+  void expectUnchangedHash(const std::string &name, size_t offsetBytes,
+                           size_t bytes);
+  void clearExpectations();
+  /// Elements (for hashed regions: regions) that differ from the
+  /// expectations; `where` names them.
+  int64_t changedInputs(std::string *where);
+
   /// Poisons every output that was bound (its bound bytes and its guard).
   void poisonOutputs();
   /// Elements of the guard regions that lost their poison.
@@ -92,11 +105,26 @@ private:
   };
   static constexpr size_t kGuardBytes = 4096;
 
+  struct Expectation {
+    std::string name;
+    size_t offsetBytes = 0;
+    HostTensor contents; ///< empty for a hashed region
+    size_t bytes = 0;    ///< hashed regions
+    uint64_t hash = 0;
+    bool persistent = false;
+  };
+  uint64_t hashRegion(const std::string &name, size_t offsetBytes,
+                      size_t bytes);
+
   loomrt::Device device_;
   loomrt::Program program_;
   std::string path_;
   std::map<std::string, Buffer> buffers_;
+  std::vector<Expectation> expectations_;
 };
+
+/// A 64-bit hash of `bytes` bytes (word-wise; for "unchanged" checks only).
+uint64_t hashBytes(const void *data, size_t bytes, uint64_t seed = 0);
 
 /// One kernel family's inputs and checks.
 class Family {

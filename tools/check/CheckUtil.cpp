@@ -61,7 +61,7 @@ double Rng::normal(double mean, double stddev) {
   if (u1 < 1e-300)
     u1 = 1e-300;
   double r = std::sqrt(-2.0 * std::log(u1));
-  double a = 2.0 * M_PI * u2;
+  double a = 6.283185307179586 * u2;
   spare_ = r * std::sin(a);
   hasSpare_ = true;
   return mean + stddev * r * std::cos(a);

@@ -195,6 +195,7 @@ public:
         }
         s.upload(w.name, t, size_t(l * slice) * es);
       }
+      s.expectUnchangedHash(w.name, 0, size_t(copies * slice) * es);
     }
   }
 
@@ -277,10 +278,12 @@ public:
       for (int64_t b = 0; b < B_; ++b)
         tokens_.set(b, double(rng.index(d_.vocab)));
       s_.upload("token_ids", tokens_);
+      s_.expectUnchanged("token_ids", tokens_);
     } else {
       hidden_ = HostTensor(act_, {B_, hid});
       fillNonZero(hidden_, [&] { return rng.normal(); });
       s_.upload("hidden", hidden_);
+      s_.expectUnchanged("hidden", hidden_);
     }
 
     HostTensor indptr(LOOM_ELEM_I32, {B_ + 1}), indices(LOOM_ELEM_I32, {nnz_}),
@@ -296,6 +299,11 @@ public:
     s_.upload("kv_indptr", indptr);
     s_.upload("kv_indices", indices);
     s_.upload("kv_lens", lens);
+    s_.expectUnchanged("positions", positions);
+    s_.expectUnchanged("slot_mapping", slots);
+    s_.expectUnchanged("kv_indptr", indptr);
+    s_.expectUnchanged("kv_indices", indices);
+    s_.expectUnchanged("kv_lens", lens);
 
     if (d_.head) {
       s_.bind("token_ids", {B_});

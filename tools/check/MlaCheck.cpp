@@ -23,6 +23,7 @@
 #include "tools/oracle/MlaOracle.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -148,6 +149,15 @@ public:
       s_.upload("kpe_cache", static_cast<const char *>(kpe_.data()) +
                                  size_t(k * P * Dp) * es,
                 size_t(P * Dp) * es, size_t(page * P * Dp) * es);
+      HostTensor ckvPage(act_, {P * Dc}), kpePage(act_, {P * Dp});
+      std::memcpy(ckvPage.data(),
+                  static_cast<const char *>(ckv_.data()) + size_t(k * P * Dc) * es,
+                  ckvPage.sizeBytes());
+      std::memcpy(kpePage.data(),
+                  static_cast<const char *>(kpe_.data()) + size_t(k * P * Dp) * es,
+                  kpePage.sizeBytes());
+      s_.expectUnchanged("ckv_cache", ckvPage, size_t(page * P * Dc) * es);
+      s_.expectUnchanged("kpe_cache", kpePage, size_t(page * P * Dp) * es);
     }
     // A few unused pages, the neighbours of used ones first, hold NaN.
     HostTensor nanCkv = poisonTensor(act_, P * Dc);
@@ -169,6 +179,11 @@ public:
     s_.upload("kv_indptr", indptr);
     s_.upload("kv_indices", indices);
     s_.upload("kv_lens", lens);
+    s_.expectUnchanged("q_nope", qNope_);
+    s_.expectUnchanged("q_pe", qPe_);
+    s_.expectUnchanged("kv_indptr", indptr);
+    s_.expectUnchanged("kv_indices", indices);
+    s_.expectUnchanged("kv_lens", lens);
 
     s_.bind("q_nope", {B_, H, Dc});
     s_.bind("q_pe", {B_, H, Dp});

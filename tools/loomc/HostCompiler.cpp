@@ -29,8 +29,13 @@ bool loom::compileHostProgram(const std::string &sourcePath,
   }
   std::string include = "-I" + kernelsRoot;
   SmallVector<StringRef> args = {*cxx,  "-std=c++17", "-O2",     "-fPIC",
-                                 "-shared", "-fvisibility=hidden", include,
-                                 sourcePath, "-o", libraryPath};
+                                 "-shared", "-fvisibility=hidden", include};
+  // Extra flags, e.g. -fsanitize=thread for the TSan check of a program.
+  SmallVector<StringRef> extra;
+  if (const char *flags = std::getenv("LOOM_HOST_CXXFLAGS"))
+    StringRef(flags).split(extra, ' ', -1, /*KeepEmpty=*/false);
+  args.append(extra.begin(), extra.end());
+  args.append({sourcePath, "-o", libraryPath});
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
                                           StringRef(log)};
   std::string execError;

@@ -320,5 +320,8 @@ int main(int argc, char **argv) {
 
   if (!runProgram)
     return 0;
-  return runChecked(argv[0], spec, library);
+  int rc = runChecked(argv[0], spec, library);
+  if (outputDir.empty()) // a directory of our own: leave nothing behind
+    sys::fs::remove_directories(dir);
+  return rc;
 }

@@ -2,8 +2,8 @@
  *
  * Loads a scheduled Loom program onto a device, binds its buffers, launches
  * it (one launch = one epoch of the task table) and reports what went wrong
- * in words. One API for every backend: "host" (CPU threads) today, "cuda" and
- * "hip" behind the same calls later.
+ * in words. One API for every backend: "host" (CPU threads), "cuda" (NVIDIA
+ * GPUs through the driver API, loaded at run time), "hip" later.
  *
  * Conventions:
  *  - Every call that can fail returns a loomrt_status. On failure the message
@@ -77,6 +77,10 @@ typedef enum loomrt_status {
   LOOMRT_ERROR_BUSY = 15,
   /* Nothing to report yet (no launch has completed). */
   LOOMRT_ERROR_NOT_READY = 16,
+  /* The device reported an error (a kernel faulted: illegal address, ...).
+   * After a fault the device's context is usually unusable for the rest of
+   * the process. */
+  LOOMRT_ERROR_DEVICE = 17,
   LOOMRT_ERROR_INTERNAL = 99
 } loomrt_status;
 
@@ -92,6 +96,16 @@ enum {
 /* Watchdog default, overridden by the LOOM_WATCHDOG_MS environment variable
  * (read when a program is created) and by loomrt_program_set_watchdog_ms. */
 #define LOOMRT_DEFAULT_WATCHDOG_MS 10000u
+
+/* Direction of loomrt_memcpy_kind. DEFAULT infers it (unified addressing),
+ * as loomrt_memcpy does. */
+typedef enum loomrt_copy_kind {
+  LOOMRT_COPY_DEFAULT = 0,
+  LOOMRT_COPY_HOST_TO_DEVICE = 1,
+  LOOMRT_COPY_DEVICE_TO_HOST = 2,
+  LOOMRT_COPY_DEVICE_TO_DEVICE = 3,
+  LOOMRT_COPY_HOST_TO_HOST = 4
+} loomrt_copy_kind;
 
 typedef struct loomrt_device loomrt_device;
 typedef struct loomrt_program loomrt_program;
@@ -112,7 +126,9 @@ LOOMRT_API size_t loomrt_elem_bytes(int32_t elem);
 
 /*--- Devices ---------------------------------------------------------------*/
 
-/* Number of devices of `kind` ("host": always 1). */
+/* Number of devices of `kind` ("host": always 1). "cuda": 0 when the driver
+ * has no device; LOOMRT_ERROR_BACKEND_UNAVAILABLE (count set to 0) when
+ * libcuda.so.1 cannot be loaded, saying why. */
 LOOMRT_API loomrt_status loomrt_device_count(const char *kind, int *count);
 LOOMRT_API loomrt_status loomrt_device_create(const char *kind, int ordinal,
                                               loomrt_device **device);
@@ -120,14 +136,27 @@ LOOMRT_API loomrt_status loomrt_device_create(const char *kind, int ordinal,
 LOOMRT_API loomrt_status loomrt_device_destroy(loomrt_device *device);
 /* The kind it was created with ("host"); "" for a null handle. */
 LOOMRT_API const char *loomrt_device_kind(const loomrt_device *device);
+/* One line for logs: "host device 0", "cuda device 0 (NVIDIA H200, compute
+ * capability 9.0, 132 SMs)"; "" for a null handle. Valid while the device
+ * lives. */
+LOOMRT_API const char *loomrt_device_describe(const loomrt_device *device);
 
-/* Device memory, aligned to at least 256 bytes. Host: ordinary memory. */
+/* Device memory, aligned to at least 256 bytes. Host: ordinary memory.
+ * CUDA: cuMemAlloc; the pointer is the CUdeviceptr (not dereferenceable on
+ * the host). */
 LOOMRT_API loomrt_status loomrt_malloc(loomrt_device *device, size_t bytes,
                                        void **ptr);
 LOOMRT_API loomrt_status loomrt_free(loomrt_device *device, void *ptr);
-/* Either side may be device or host memory (unified addressing). */
+/* Either side may be device or host memory (unified addressing). Returns
+ * when the copy is done. CUDA: does not wait for a launch in flight (like
+ * the host backend); synchronize before reading a program's outputs. */
 LOOMRT_API loomrt_status loomrt_memcpy(loomrt_device *device, void *dst,
                                        const void *src, size_t bytes);
+/* loomrt_memcpy with the direction given: a pointer on the wrong side is an
+ * error from the driver rather than a guess. Host: every kind is a memmove. */
+LOOMRT_API loomrt_status loomrt_memcpy_kind(loomrt_device *device, void *dst,
+                                            const void *src, size_t bytes,
+                                            loomrt_copy_kind kind);
 /* Sets `bytes` bytes to (unsigned char)value; 0xFF poisons floats to NaN. */
 LOOMRT_API loomrt_status loomrt_memset(loomrt_device *device, void *dst,
                                        int value, size_t bytes);
@@ -135,7 +164,9 @@ LOOMRT_API loomrt_status loomrt_memset(loomrt_device *device, void *dst,
 /*--- Programs --------------------------------------------------------------*/
 
 /* Loads a compiled program. Host: a shared library exporting
- * LOOM_HOST_PROGRAM_SYMBOL. */
+ * LOOM_HOST_PROGRAM_SYMBOL. CUDA: a shared library exporting
+ * LOOM_DEVICE_PROGRAM_SYMBOL (kernels/common/DeviceAbi.h); its architecture
+ * must run on the device and all its worker blocks must fit at once. */
 LOOMRT_API loomrt_status loomrt_program_load(loomrt_device *device,
                                              const char *path, uint32_t flags,
                                              loomrt_program **program);

@@ -209,6 +209,8 @@ public:
 
   loomrt_device *get() const { return handle_; }
   const char *kind() const { return loomrt_device_kind(handle_); }
+  /// "cuda device 0 (NVIDIA H200, compute capability 9.0, 132 SMs)".
+  const char *describe() const { return loomrt_device_describe(handle_); }
   void reset() {
     if (handle_)
       (void)loomrt_device_destroy(handle_);
@@ -222,6 +224,9 @@ public:
   }
   void copy(void *dst, const void *src, size_t bytes) {
     check(loomrt_memcpy(handle_, dst, src, bytes));
+  }
+  void copy(void *dst, const void *src, size_t bytes, loomrt_copy_kind kind) {
+    check(loomrt_memcpy_kind(handle_, dst, src, bytes, kind));
   }
   void fill(void *dst, int value, size_t bytes) {
     check(loomrt_memset(handle_, dst, value, bytes));

@@ -1,0 +1,446 @@
+//===- CudaExecutor.cpp - Running a program as one CUDA kernel ------------===//
+
+#include "runtime/cuda/CudaExecutor.h"
+
+#include "runtime/cuda/CudaChecks.h"
+#include "runtime/cuda/CudaWatchdog.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+namespace loom {
+namespace rt {
+namespace cuda {
+
+namespace {
+
+size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+/// How synchronize polls the stream: query back to back first (a short
+/// kernel is noticed within microseconds), then sleep, doubling up to a cap
+/// that bounds how late synchronize returns for a long kernel.
+class Poller {
+public:
+  void pause() {
+    if (polls_++ < kSpinPolls)
+      return;
+    std::this_thread::sleep_for(std::chrono::microseconds(sleepUs_));
+    sleepUs_ = std::min(sleepUs_ * 2, kMaxSleepUs);
+  }
+
+private:
+  static constexpr int kSpinPolls = 64;
+  static constexpr int kMaxSleepUs = 100;
+  int polls_ = 0;
+  int sleepUs_ = 5;
+};
+
+} // namespace
+
+Status CudaExecutor::create(std::shared_ptr<CudaContext> context,
+                            std::shared_ptr<const ProgramTable> table,
+                            std::shared_ptr<const CudaArtifact> artifact,
+                            std::unique_ptr<Executable> *out) {
+  std::unique_ptr<CudaExecutor> executor(new CudaExecutor(
+      std::move(context), std::move(table), std::move(artifact)));
+  // On failure the destructor frees whatever load() got.
+  if (Status s = executor->load(); !s.ok())
+    return s;
+  *out = std::move(executor);
+  return Status();
+}
+
+CudaExecutor::CudaExecutor(std::shared_ptr<CudaContext> context,
+                           std::shared_ptr<const ProgramTable> table,
+                           std::shared_ptr<const CudaArtifact> artifact)
+    : ctx_(std::move(context)), table_(std::move(table)),
+      artifact_(std::move(artifact)), numWorkers_(table_->numWorkers()) {}
+
+std::string CudaExecutor::what() const {
+  return "kernel " + quoted(artifact_->program().kernel_name) +
+         " of program " + quoted(table_->name()) + " launch " +
+         std::to_string(epoch_);
+}
+
+Status CudaExecutor::load() {
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  if (Status s = loadKernel(); !s.ok())
+    return s;
+  return allocate();
+}
+
+Status CudaExecutor::loadKernel() {
+  const CudaDriver &d = ctx_->driver();
+  const LoomDeviceProgram &p = artifact_->program();
+  const std::string &path = artifact_->path();
+  const CudaDeviceInfo &info = ctx_->info();
+
+  if (CUresult r = d.cuModuleLoadData(&module_, p.code_object);
+      r != CUDA_SUCCESS) {
+    module_ = nullptr;
+    return ctx_->fail(LOOMRT_ERROR_LOAD_FAILED, r,
+                      "cannot load the code object of " + quoted(path) + " (" +
+                          p.arch + ", " + std::to_string(p.code_object_size) +
+                          " bytes)");
+  }
+  if (CUresult r = d.cuModuleGetFunction(&function_, module_, p.kernel_name);
+      r != CUDA_SUCCESS) {
+    function_ = nullptr;
+    if (r == CUDA_ERROR_NOT_FOUND)
+      return makeError(LOOMRT_ERROR_LOAD_FAILED, "cuda program ", quoted(path),
+                       ": its code object has no kernel named ",
+                       quoted(p.kernel_name),
+                       " (kernel_name must be the extern \"C\" symbol)");
+    return ctx_->fail(LOOMRT_ERROR_LOAD_FAILED, r,
+                      "cannot find kernel " + quoted(p.kernel_name) + " in " +
+                          quoted(path));
+  }
+  // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+  if (p.dynamic_smem_bytes > kDefaultDynamicSmemLimit)
+    if (CUresult r = d.cuFuncSetAttribute(
+            function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            p.dynamic_smem_bytes);
+        r != CUDA_SUCCESS)
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r,
+                        "kernel " + quoted(p.kernel_name) + " cannot get " +
+                            std::to_string(p.dynamic_smem_bytes) +
+                            " bytes of dynamic shared memory");
+
+  BlockShape shape{numWorkers_, p.threads_per_block, p.dynamic_smem_bytes};
+  int blocksPerSm = 0;
+  if (CUresult r = d.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocksPerSm, function_, p.threads_per_block,
+          static_cast<size_t>(p.dynamic_smem_bytes));
+      r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r,
+                      "cannot compute the occupancy of kernel " +
+                          quoted(p.kernel_name));
+  int registers = -1;
+  if (d.cuFuncGetAttribute)
+    (void)d.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS,
+                               function_);
+  if (Status s = checkCoResidency(table_->name(), shape, blocksPerSm,
+                                  registers, info);
+      !s.ok())
+    return s;
+  // Residency of all blocks is guaranteed only by a cooperative launch.
+  if (!info.cooperativeLaunch)
+    return makeError(LOOMRT_ERROR_RESOURCES, ctx_->description(),
+                     " does not support cooperative launches, which program ",
+                     quoted(table_->name()),
+                     "'s persistent kernel needs to have all ", numWorkers_,
+                     " worker blocks resident at once");
+  return Status();
+}
+
+Status CudaExecutor::allocate() {
+  const CudaDriver &d = ctx_->driver();
+  const CudaDeviceInfo &info = ctx_->info();
+  const std::string who = "program " + quoted(table_->name());
+  if (!info.canMapHostMemory)
+    return makeError(LOOMRT_ERROR_RESOURCES, ctx_->description(),
+                     " cannot map host memory, which the watchdog needs to "
+                     "see the workers' status while ",
+                     who, " runs");
+
+  if (CUresult r = d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);
+      r != CUDA_SUCCESS) {
+    stream_ = nullptr;
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
+                      ": cannot create its stream");
+  }
+  for (CUevent *event : {&start_, &end_})
+    if (CUresult r = d.cuEventCreate(event, CU_EVENT_DEFAULT);
+        r != CUDA_SUCCESS) {
+      *event = nullptr;
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
+                        ": cannot create its timing events");
+    }
+
+  // Zero-sized arrays still get a valid pointer: the kernel may form it.
+  const size_t eventBytes =
+      std::max<size_t>(1, table_->numEvents()) * sizeof(unsigned long long);
+  const size_t bindingBytes =
+      std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
+  const int64_t workspaceBytes = table_->desc().workspace_bytes;
+  struct {
+    CUdeviceptr *ptr;
+    size_t bytes;
+    const char *what;
+  } arrays[] = {
+      {&events_, eventBytes, "event counters"},
+      {&bindings_, bindingBytes, "bindings"},
+      {&workspace_, static_cast<size_t>(workspaceBytes), "workspace"},
+  };
+  for (auto &a : arrays) {
+    if (a.bytes == 0)
+      continue;
+    if (CUresult r = d.cuMemAlloc(a.ptr, a.bytes); r != CUDA_SUCCESS) {
+      *a.ptr = 0;
+      return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, who, ": cannot allocate its ",
+                        a.bytes, "-byte ", a.what);
+    }
+  }
+
+  // One pinned block the device reaches through the mapping: status records,
+  // then the abort flag on its own cache line, then the bindings' staging.
+  const size_t statusBytes =
+      static_cast<size_t>(numWorkers_) * sizeof(LoomWorkerStatus);
+  abortOffset_ = roundUp(statusBytes, 128);
+  const size_t stagingOffset = abortOffset_ + 128;
+  const size_t hostBytes =
+      stagingOffset + std::max<size_t>(1, table_->numBuffers()) *
+                          sizeof(LoomBinding);
+  if (CUresult r = d.cuMemHostAlloc(
+          &host_, hostBytes,
+          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+      r != CUDA_SUCCESS) {
+    host_ = nullptr;
+    return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, who, ": cannot allocate ",
+                      hostBytes, " bytes of mapped host memory");
+  }
+  if (CUresult r = d.cuMemHostGetDevicePointer(&hostDevice_, host_, 0);
+      r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
+                      ": cannot map its status memory into the device");
+  auto *bytes = static_cast<unsigned char *>(host_);
+  std::memset(bytes, 0, hostBytes);
+  status_ = reinterpret_cast<volatile LoomWorkerStatus *>(bytes);
+  abort_ = reinterpret_cast<volatile int32_t *>(bytes + abortOffset_);
+  staging_ = reinterpret_cast<LoomBinding *>(bytes + stagingOffset);
+  resetStatus(status_, numWorkers_);
+
+  // Zeroed once. Launch e waits for e * needs, so no launch resets them.
+  CUresult r = d.cuMemsetD8Async(events_, 0, eventBytes, stream_);
+  if (r == CUDA_SUCCESS)
+    r = d.cuStreamSynchronize(stream_);
+  if (r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
+                      ": cannot zero its event counters");
+  return Status();
+}
+
+void CudaExecutor::release() {
+  const CudaDriver &d = ctx_->driver();
+  if (!ctx_->makeCurrent().ok())
+    return;
+  if (stream_)
+    (void)d.cuStreamSynchronize(stream_);
+  for (CUdeviceptr ptr : {events_, bindings_, workspace_})
+    if (ptr)
+      (void)d.cuMemFree(ptr);
+  if (host_)
+    (void)d.cuMemFreeHost(host_);
+  for (CUevent event : {start_, end_})
+    if (event)
+      (void)d.cuEventDestroy(event);
+  if (stream_)
+    (void)d.cuStreamDestroy(stream_);
+  if (module_)
+    (void)d.cuModuleUnload(module_);
+}
+
+CudaExecutor::~CudaExecutor() {
+  if (inFlight_)
+    (void)synchronize();
+  // A kernel still running (this one's or another program's on the same
+  // device) would make every free below wait for it forever. Keep what it
+  // may use alive until the process exits, library and context included.
+  if (wedged_ || ctx_->wedged()) {
+    new std::shared_ptr<CudaContext>(ctx_);
+    new std::shared_ptr<const CudaArtifact>(artifact_);
+    return;
+  }
+  release();
+}
+
+Status CudaExecutor::launch(const LaunchParams &params) {
+  if (inFlight_ || wedged_)
+    return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
+                     ": launch while its kernel is still running");
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  const CudaDriver &d = ctx_->driver();
+  const LoomDeviceProgram &p = artifact_->program();
+  epoch_ = params.epoch;
+  watchdogMs_ = params.watchdogMs;
+  timeoutCycles_ = timeoutCycles(watchdogMs_, ctx_->info().clockKHz);
+
+  // The previous launch has ended (synchronize saw its stream idle), so the
+  // mapped block and the staging copy are ours to rewrite.
+  resetStatus(status_, numWorkers_);
+  *abort_ = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (int32_t n = table_->numBuffers()) {
+    std::copy(params.bindings, params.bindings + n, staging_);
+    if (CUresult r = d.cuMemcpyHtoDAsync(bindings_, staging_,
+                                         n * sizeof(LoomBinding), stream_);
+        r != CUDA_SUCCESS)
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(),
+                        ": cannot copy the bindings to the device");
+  }
+
+  LoomKernelArgs args{};
+  args.bindings = reinterpret_cast<const LoomBinding *>(bindings_);
+  args.workspace = reinterpret_cast<void *>(workspace_);
+  args.events = reinterpret_cast<unsigned long long *>(events_);
+  args.epoch = epoch_;
+  args.status = reinterpret_cast<LoomWorkerStatus *>(hostDevice_);
+  args.abort_flag =
+      reinterpret_cast<volatile int32_t *>(hostDevice_ + abortOffset_);
+  args.timeout_cycles = timeoutCycles_;
+  void *kernelParams[] = {&args};
+
+  CUresult r = d.cuEventRecord(start_, stream_);
+  if (r == CUDA_SUCCESS)
+    r = d.cuLaunchCooperativeKernel(
+        function_, static_cast<unsigned>(numWorkers_), 1, 1,
+        static_cast<unsigned>(p.threads_per_block), 1, 1,
+        static_cast<unsigned>(p.dynamic_smem_bytes), stream_, kernelParams);
+  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(), ": ", numWorkers_,
+                      " blocks of ", p.threads_per_block,
+                      " threads do not fit at once now (another process or "
+                      "MPS limit holding SMs?)");
+  if (r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, "cannot start ", what(), " (",
+                      numWorkers_, " blocks x ", p.threads_per_block,
+                      " threads, ", p.dynamic_smem_bytes,
+                      " bytes of dynamic shared memory)");
+  // Without the end event only this launch's time is lost; the launch
+  // itself runs and must still be synchronized.
+  timed_ = d.cuEventRecord(end_, stream_) == CUDA_SUCCESS;
+  inFlight_ = true;
+  return Status();
+}
+
+void CudaExecutor::raiseAbort() {
+  *abort_ = 1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+CudaExecutor::Watch CudaExecutor::watch() {
+  const CudaDriver &d = ctx_->driver();
+  Watch w;
+  std::vector<LoomWorkerStatus> now;
+  snapshotStatus(status_, numWorkers_, &now);
+  StallDetector detector;
+  detector.arm(watchdogMs_, now, Clock::now());
+  Clock::time_point abortedAt;
+  Poller poller;
+  for (;;) {
+    w.result = d.cuStreamQuery(stream_);
+    if (w.result != CUDA_ERROR_NOT_READY)
+      return w;
+    poller.pause();
+    Clock::time_point at = Clock::now();
+    if (w.aborted) {
+      // Waits leave at their next poll of the flag; only a task body can
+      // keep a worker longer. After another timeout, stop waiting for it.
+      if (at - abortedAt >= std::chrono::milliseconds(watchdogMs_)) {
+        w.stillRunning = true;
+        return w;
+      }
+      continue;
+    }
+    snapshotStatus(status_, numWorkers_, &now);
+    // A failed body leaves its triggers undone: stop the workers waiting for
+    // them instead of letting the watchdog find them later.
+    if (anyTaskFailed(now)) {
+      raiseAbort();
+      w.aborted = true;
+      abortedAt = at;
+      continue;
+    }
+    if (detector.stalled(now, at)) {
+      // The report is what the workers were doing when the flag went up; as
+      // they leave they keep their records, but take it now regardless.
+      w.stallReport = describeStall(*table_, now, epoch_, watchdogMs_);
+      raiseAbort();
+      w.aborted = true;
+      abortedAt = at;
+    }
+  }
+}
+
+Status CudaExecutor::outcome(const Watch &w) {
+  const CudaDriver &d = ctx_->driver();
+  std::vector<LoomWorkerStatus> last;
+  snapshotStatus(status_, numWorkers_, &last);
+
+  if (w.stillRunning) {
+    std::string why = "the kernel did not exit within " +
+                      std::to_string(watchdogMs_) +
+                      " ms of the abort flag; still inside:" +
+                      describeWorkers(*table_, last);
+    ctx_->markWedged(what() + " " + why);
+    wedged_ = true;
+    bool failed = anyTaskFailed(last);
+    std::string head = failed ? describeFailures(*table_, last, epoch_)
+                              : w.stallReport;
+    return makeError(
+        failed ? LOOMRT_ERROR_TASK_FAILED : LOOMRT_ERROR_TIMEOUT, head, "\n",
+        why, "\n", ctx_->description(),
+        " is left running it: the program's memory is not freed and the "
+        "device refuses memory calls (restart the process)");
+  }
+  if (w.result != CUDA_SUCCESS) {
+    const bool sticky = isStickyCudaError(w.result);
+    return makeError(CudaContext::codeFor(LOOMRT_ERROR_DEVICE, w.result),
+                     ctx_->description(), ": ", what(),
+                     " failed: ", cudaErrorText(d, w.result),
+                     sticky ? "; the device's context is unusable now "
+                              "(restart the process)"
+                            : "",
+                     "\n  workers when it stopped:",
+                     describeWorkers(*table_, last));
+  }
+  if (anyTaskFailed(last))
+    return Status(LOOMRT_ERROR_TASK_FAILED,
+                  describeFailures(*table_, last, epoch_));
+  // Every worker finished: a success, even if the flag went up just as the
+  // last task ended (no worker left early, so every count advanced).
+  if (allWorkersDone(last)) {
+    float ms = 0;
+    if (timed_ && d.cuEventElapsedTime(&ms, start_, end_) == CUDA_SUCCESS)
+      lastLaunchNs_ = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+    return Status();
+  }
+  if (w.aborted)
+    return Status(LOOMRT_ERROR_TIMEOUT, w.stallReport);
+  return Status(LOOMRT_ERROR_TIMEOUT,
+                describeDeviceTimeout(*table_, last, epoch_, timeoutCycles_));
+}
+
+Status CudaExecutor::synchronize() {
+  if (!inFlight_)
+    return Status();
+  // Whatever happens below, this launch is over for the core.
+  inFlight_ = false;
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  return outcome(watch());
+}
+
+uint64_t CudaExecutor::eventCount(int32_t event) const {
+  uint64_t value = std::numeric_limits<uint64_t>::max();
+  if (!ctx_->makeCurrent().ok())
+    return value;
+  const CudaDriver &d = ctx_->driver();
+  CUdeviceptr at = events_ + static_cast<CUdeviceptr>(event) * sizeof(uint64_t);
+  // The memory stream does not wait for the kernel: counts can be read
+  // while a launch runs (e.g. to watch a slow one).
+  if (ctx_->onMemoryStream([&](CUstream s) {
+        return d.cuMemcpyDtoHAsync(&value, at, sizeof(value), s);
+      }) != CUDA_SUCCESS)
+    return std::numeric_limits<uint64_t>::max();
+  return value;
+}
+
+} // namespace cuda
+} // namespace rt
+} // namespace loom
