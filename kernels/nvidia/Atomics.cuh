@@ -1,0 +1,136 @@
+//===- Atomics.cuh - The NVIDIA memory model of Loom's events ----*- CUDA -*-===//
+//
+// Written down once; the interpreter loop (Interpreter.cuh) is the only user.
+//
+// Events are 64-bit counters in global memory that only grow. Launch `epoch`
+// (1, 2, ...) considers event e complete when its count reaches
+// epoch * needs[e]. The protocol, in PTX memory-model terms (PTX ISA,
+// "Memory Consistency Model"):
+//
+//  producer block (after the task body)
+//    1. every thread's global stores of the body are issued (bodies use only
+//       synchronous stores; a body that used cp.async.bulk / TMA stores would
+//       have to wait for them (cp.async.bulk.wait_group) before step 2);
+//    2. __syncthreads(): bar.sync orders all of the block's stores before
+//       thread 0's next operations (barriers are morally strong at CTA scope
+//       and causality order is transitive);
+//    3. thread 0: fence.acq_rel.gpu, then red.relaxed.gpu.add(count, 1) on
+//       each triggered event. A fence followed by a strong write is a
+//       release pattern, cumulative over everything ordered before it by
+//       step 2. One fence covers all of a task's triggers.
+//
+//  consumer block (before the task body)
+//    4. thread 0: ld.relaxed.gpu polls of the count (with __nanosleep
+//       backoff) until count >= epoch * needs. A relaxed poll never pays
+//       for ordering while the wait is still unsatisfied;
+//    5. thread 0: fence.acq_rel.gpu once after the last of the task's waits.
+//       A strong read followed by a fence is an acquire pattern: it
+//       synchronizes with every release whose increment the poll observed
+//       (the red of each producer), so all producers' body stores happen
+//       before what follows. In hardware this is also what invalidates the
+//       SM's L1, so plain (weak, L1-cached) loads in the body read fresh data;
+//    6. __syncthreads(): the other threads of the block are ordered after
+//       thread 0's acquire and may read the inputs with plain loads.
+//
+// Scope: gpu, because all workers of a program run on one device. A
+// program spanning GPUs would use .sys on the counters of cross-GPU events.
+// Never use ld.global.nc (__ldg) or const __restrict__ pointers on buffers
+// another worker writes during the launch: the non-coherent path is not
+// covered by the acquire.
+//
+// Host-mapped memory (status, abort flag) is written and read with
+// .relaxed.sys operations: the host watches it while the kernel runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_KERNELS_NVIDIA_ATOMICS_CUH
+#define LOOM_KERNELS_NVIDIA_ATOMICS_CUH
+
+#include <cstdint>
+
+namespace loom {
+namespace nvidia {
+
+/// Relaxed, device-scope load of an event counter (a poll).
+__device__ __forceinline__ unsigned long long
+loadRelaxedGpu(const unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+/// Acquire, device-scope load (unused by the loop, which uses the fence
+/// form; kept for bodies that hand data between blocks themselves).
+__device__ __forceinline__ unsigned long long
+loadAcquireGpu(const unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+/// The fence of the release pattern (before a relaxed increment) and of the
+/// acquire pattern (after a relaxed poll).
+__device__ __forceinline__ void fenceAcqRelGpu() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+/// Relaxed device-scope add without a result: the trigger after
+/// fenceAcqRelGpu.
+__device__ __forceinline__ void redAddRelaxedGpu(unsigned long long *p,
+                                                 unsigned long long v) {
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
+
+/// Release add (fence and add in one): for single triggers outside the loop.
+__device__ __forceinline__ void redAddReleaseGpu(unsigned long long *p,
+                                                 unsigned long long v) {
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
+
+/// Relaxed fetch-add: dynamic-mode tickets. Ticket order only hands out
+/// work; the events order the data, so no ordering is needed here.
+__device__ __forceinline__ unsigned long long
+fetchAddRelaxedGpu(unsigned long long *p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
+
+//--- Host-mapped memory (generic addresses, system scope) -----------------//
+
+__device__ __forceinline__ int32_t loadRelaxedSys(const volatile int32_t *p) {
+  int32_t v;
+  asm volatile("ld.relaxed.sys.s32 %0, [%1];"
+               : "=r"(v)
+               : "l"(const_cast<const int32_t *>(p))
+               : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void storeRelaxedSys(int32_t *p, int32_t v) {
+  asm volatile("st.relaxed.sys.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ void storeRelaxedSys(volatile int32_t *p,
+                                                int32_t v) {
+  storeRelaxedSys(const_cast<int32_t *>(p), v);
+}
+
+__device__ __forceinline__ void storeRelaxedSys(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+} // namespace nvidia
+} // namespace loom
+
+#endif // LOOM_KERNELS_NVIDIA_ATOMICS_CUH
