@@ -2,7 +2,7 @@
 //
 // See RuntimeCudaFake.h. Built twice: as a complete fake, and with
 // LOOM_FAKE_CUDA_OLD as a "driver too old" that lacks
-// cuLaunchCooperativeKernel and the _v2 elapsed-time entry point.
+// cuLaunchCooperativeKernel.
 //
 // Only what the runtime's CUDA backend uses is here, with the checks a real
 // driver makes that the backend could get wrong: a current context on the
@@ -120,6 +120,15 @@ bool startsWith(const char *name, const char *prefix) {
 void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
                const LoomProgramDesc *p, int32_t w) {
   LoomWorkerStatus *me = &args.status[w];
+  // What a real kernel would fault on.
+  if (!args.bindings || !args.events ||
+      (p->workspace_bytes > 0 && !args.workspace)) {
+    launch->faulted = true;
+    std::lock_guard<std::mutex> lock(launch->mu);
+    if (launch->remaining.fetch_sub(1) == 1)
+      launch->end = Clock::now();
+    return;
+  }
   auto stopped = [&] {
     return __atomic_load_n(const_cast<int32_t *>(args.abort_flag),
                            __ATOMIC_RELAXED) != 0 ||
@@ -638,14 +647,10 @@ CUresult cuEventRecord(Event *event, Stream *stream) {
   return kSuccess;
 }
 
-// Only the old name in the old fake: the runtime must fall back to it.
+// Only the pre-12.8 name, never cuEventElapsedTime_v2: the runtime must
+// fall back to it.
 CUresult cuEventElapsedTime(float *ms, Event *start, Event *end) {
   return elapsed(ms, start, end);
 }
-#ifndef LOOM_FAKE_CUDA_OLD
-CUresult cuEventElapsedTime_v2(float *ms, Event *start, Event *end) {
-  return elapsed(ms, start, end);
-}
-#endif
 
 } // extern "C"

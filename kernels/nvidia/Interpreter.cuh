@@ -1,0 +1,228 @@
+//===- Interpreter.cuh - The persistent worker loop --------------*- CUDA -*-===//
+//
+// One block per worker, all co-resident (cooperative launch). Each block
+// walks its task list (static mode) or takes tickets from one queue (dynamic
+// mode); for each task thread 0 waits on the input events, the whole block
+// runs the body, and thread 0 triggers the output events. The memory-order
+// protocol is in Atomics.cuh.
+//
+// Dynamic mode: the queue is one more counter after the events,
+// args.events[numEvents], so the runtime allocates num_events + 1 counters.
+// Like the host backend (runtime/host/Worker.cpp), every worker ends its part
+// of a launch with exactly one ticket past the end, so launch e takes exactly
+// num_tasks + num_workers tickets and its tickets start at
+// (e - 1) * (num_tasks + num_workers): the queue is never reset. Ticket t
+// runs worker_tasks[t], a topological order, so a block only ever waits on
+// tasks whose tickets were taken earlier by running blocks: no deadlock.
+//
+// A hang is never silent. A waiting thread 0 publishes (task, event, seen,
+// needed) to args.status[worker] (host-mapped) as soon as a wait is not
+// immediately satisfied and then every kCheckCycles while it lasts; at those
+// points it also reads *args.abort_flag and checks args.timeout_cycles
+// (0 = no timeout). A block that gives up, or whose body fails, records why
+// in status.error, sets *abort_flag itself so the other workers leave at
+// their next check instead of running into their own timeouts, and returns.
+// A finished worker has status.task == -1.
+//
+// After a launch that did not finish (error, abort, timeout) the event and
+// queue counters are inconsistent: the runtime must zero all
+// num_events + 1 counters and restart epochs at 1 before the next launch.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
+#define LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
+
+#include "kernels/common/DeviceAbi.h"
+#include "kernels/nvidia/Atomics.cuh"
+
+#include <cstdint>
+
+namespace loom {
+namespace nvidia {
+
+/// status.error of a worker that left a wait because *abort_flag was set.
+constexpr int32_t kWorkerAborted = -1;
+/// status.error of a worker whose wait exceeded args.timeout_cycles.
+constexpr int32_t kWorkerTimedOut = -2;
+
+/// Clock cycles between status publications / abort-flag reads while a wait
+/// lasts (~35 us at 1.9 GHz): each one is a PCIe round trip.
+constexpr long long kCheckCycles = 1 << 16;
+/// Polls without sleeping before the backoff starts, and the sleep cap (ns).
+/// The cap bounds the latency a satisfied wait adds to the critical path.
+constexpr int kSpinPolls = 4;
+constexpr unsigned kMaxSleepNs = 256;
+
+#ifndef LOOM_STATUS_EVERY_TASK
+/// 1: thread 0 also publishes (task, event = -1) before every body, so a
+/// body that never returns shows in the status (costs one posted PCIe write
+/// per task).
+#define LOOM_STATUS_EVERY_TASK 0
+#endif
+
+namespace detail {
+
+__device__ __forceinline__ void publishWait(LoomWorkerStatus *s, int32_t task,
+                                            int32_t event,
+                                            unsigned long long seen,
+                                            unsigned long long needed) {
+  storeRelaxedSys(&s->task, task);
+  storeRelaxedSys(&s->event, event);
+  storeRelaxedSys(&s->seen, uint64_t(seen));
+  storeRelaxedSys(&s->needed, uint64_t(needed));
+}
+
+__device__ __forceinline__ void publishError(LoomWorkerStatus *s,
+                                             int32_t error) {
+  storeRelaxedSys(&s->error, error);
+}
+
+/// Tells every other worker to leave at its next check.
+__device__ __forceinline__ void raiseAbort(const LoomKernelArgs &args) {
+  storeRelaxedSys(args.abort_flag, 1);
+}
+
+/// Thread 0: waits until `event` reaches `needed`. Returns 0, or
+/// kWorkerAborted / kWorkerTimedOut after publishing the status.
+__device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
+                                     LoomWorkerStatus *status, int32_t task,
+                                     int32_t event,
+                                     unsigned long long needed) {
+  const unsigned long long *counter = args.events + event;
+  unsigned long long seen = loadRelaxedGpu(counter);
+  if (seen >= needed)
+    return 0;
+  publishWait(status, task, event, seen, needed);
+  const long long start = clock64();
+  long long nextCheck = start + kCheckCycles;
+  unsigned sleepNs = 32;
+  for (int poll = 1;; ++poll) {
+    if (poll > kSpinPolls) {
+      __nanosleep(sleepNs);
+      sleepNs = sleepNs < kMaxSleepNs ? 2 * sleepNs : kMaxSleepNs;
+    }
+    seen = loadRelaxedGpu(counter);
+    if (seen >= needed)
+      return 0;
+    const long long now = clock64();
+    if (now < nextCheck)
+      continue;
+    nextCheck = now + kCheckCycles;
+    storeRelaxedSys(&status->seen, uint64_t(seen));
+    if (loadRelaxedSys(args.abort_flag) != 0) {
+      publishError(status, kWorkerAborted);
+      return kWorkerAborted;
+    }
+    if (args.timeout_cycles != 0 &&
+        static_cast<unsigned long long>(now - start) > args.timeout_cycles) {
+      publishError(status, kWorkerTimedOut);
+      raiseAbort(args);
+      return kWorkerTimedOut;
+    }
+  }
+}
+
+} // namespace detail
+
+/// The worker loop; call it from the kernel with every thread of the block
+/// (blockDim.x == kThreads, one block per worker, gridDim.x == num_workers).
+/// `runTask(task, args, smem)` is called by all threads of the block with the
+/// dynamic shared memory; it returns 0 or an error code (block-uniform or
+/// not: any non-zero value of any thread counts). The tables are the
+/// program's (ProgramAbi.h) in device memory; `numEvents` locates the
+/// dynamic-mode queue counter at args.events[numEvents].
+template <int kThreads, typename RunTask>
+__device__ void
+loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
+                   const int32_t *workerTasks, const int32_t *waitBegin,
+                   const int32_t *waitEvents, const int32_t *triggerBegin,
+                   const int32_t *triggerEvents, const int32_t *eventNeeds,
+                   int32_t numTasks, int32_t numEvents, int32_t mode,
+                   RunTask runTask) {
+  extern __shared__ __align__(128) char loomDynamicSmem[];
+  __shared__ int32_t sTask;  // next task, -1: none left
+  __shared__ int32_t sWait;  // 0, or why thread 0 gave up waiting
+  __shared__ int32_t sError; // a body's non-zero return
+
+  const int32_t worker = static_cast<int32_t>(blockIdx.x);
+  LoomWorkerStatus *status = args.status + worker;
+  const bool leader = threadIdx.x == 0;
+  int32_t pos = workerBegin[worker];
+  const int32_t end = workerBegin[worker + 1];
+  unsigned long long *queue = args.events + numEvents;
+  const unsigned long long ticketBase =
+      (args.epoch - 1) * static_cast<unsigned long long>(numTasks + gridDim.x);
+  if (leader)
+    sError = 0;
+
+  for (;;) {
+    // Thread 0 picks the task and waits for its inputs. sTask/sWait are
+    // rewritten only after the barrier that ends the previous body, which
+    // every thread passes after reading them.
+    if (leader) {
+      int32_t task = -1;
+      if (mode == LOOM_SCHEDULE_DYNAMIC) {
+        unsigned long long ticket = fetchAddRelaxedGpu(queue, 1) - ticketBase;
+        if (ticket < static_cast<unsigned long long>(numTasks))
+          task = workerTasks[ticket];
+      } else if (pos < end) {
+        task = workerTasks[pos++];
+      }
+      int32_t wait = 0;
+      if (task >= 0) {
+        for (int32_t i = waitBegin[task]; i < waitBegin[task + 1] && !wait;
+             ++i) {
+          int32_t e = waitEvents[i];
+          wait = detail::awaitEvent(
+              args, status, task, e,
+              args.epoch * static_cast<unsigned long long>(eventNeeds[e]));
+        }
+        if (!wait)
+          fenceAcqRelGpu(); // acquire: the producers' stores are visible
+#if LOOM_STATUS_EVERY_TASK
+        if (!wait)
+          detail::publishWait(status, task, -1, 0, 0);
+#endif
+      }
+      sTask = task;
+      sWait = wait;
+    }
+    __syncthreads();
+    const int32_t task = sTask;
+    if (task < 0)
+      break;
+    if (sWait != 0)
+      return; // status already says where and why
+
+    const int32_t err = runTask(task, args, loomDynamicSmem);
+    if (err != 0)
+      sError = err;
+    // Ends the body: every thread's stores are ordered before thread 0's
+    // release below, and no thread still uses the shared memory.
+    if (__syncthreads_or(err != 0)) {
+      if (leader) {
+        detail::publishWait(status, task, -1, 0, 0);
+        detail::publishError(status, sError);
+        detail::raiseAbort(args);
+      }
+      return;
+    }
+    if (leader) {
+      const int32_t tb = triggerBegin[task], te = triggerBegin[task + 1];
+      if (tb < te) {
+        fenceAcqRelGpu(); // release: the body's stores before the adds
+        for (int32_t i = tb; i < te; ++i)
+          redAddRelaxedGpu(args.events + triggerEvents[i], 1);
+      }
+    }
+  }
+  if (leader) {
+    detail::publishWait(status, -1, -1, 0, 0);
+    detail::publishError(status, 0);
+  }
+}
+
+} // namespace nvidia
+} // namespace loom
+
+#endif // LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
