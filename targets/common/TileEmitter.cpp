@@ -1,0 +1,345 @@
+//===- TileEmitter.cpp - One function per (layer op, phase) ----------------===//
+#include "targets/common/TileEmitter.h"
+
+#include "passes/TaskModel.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+std::string cxxType(Type type) {
+  if (type.isBF16())
+    return "loom::bf16";
+  if (type.isF16())
+    return "loom::f16";
+  if (type.isF32())
+    return "float";
+  if (type.isInteger(32))
+    return "int32_t";
+  return "int64_t";
+}
+
+std::string floatLiteral(double v) {
+  return llvm::formatv("{0:e}f", v).str();
+}
+
+/// Writes the tile functions of one graph.
+class TileWriter {
+public:
+  TileWriter(GraphOp graph, const TileDialect &dialect, llvm::raw_ostream &os)
+      : graph(graph), dialect(dialect), os(os) {
+    bounds = GraphBounds::of(graph);
+    // The runtime leading size (batch, or packed tokens) comes from the
+    // first input whose leading dimension is dynamic.
+    for (BlockArgument arg : graph.getBodyBlock().getArguments()) {
+      auto type = cast<MemRefType>(arg.getType());
+      if (graph.getArgRole(arg.getArgNumber()) == Role::Input &&
+          type.getRank() > 0 && type.isDynamicDim(0)) {
+        runtimeArg = arg.getArgNumber();
+        break;
+      }
+    }
+  }
+
+  /// `(T *)` pointer expression of a buffer operand.
+  std::string ptr(Value v, bool isConst = true) {
+    auto type = cast<MemRefType>(v.getType());
+    std::string t = (isConst ? "const " : "") + cxxType(type.getElementType());
+    return "((" + t + " *)" + address(v) + ")";
+  }
+
+  /// `char *` of the buffer's first byte.
+  std::string address(Value v) {
+    if (auto slice = v.getDefiningOp<SliceOp>())
+      return "(" + address(slice.getSource()) + " + " +
+             std::to_string(slice.getIndex() *
+                            boundedBytes(slice.getType(), bounds)) +
+             "LL)";
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return "((char *)b[" + std::to_string(arg.getArgNumber()) + "].data)";
+    auto alloc = v.getDefiningOp<AllocOp>();
+    int64_t offset = alloc->getAttrOfType<IntegerAttr>(kOffsetAttr).getInt();
+    return "(ws + " + std::to_string(offset) + "LL)";
+  }
+
+  std::string scratch(Operation *op) {
+    auto offset = op->getAttrOfType<IntegerAttr>(kScratchOffsetAttr);
+    return "((float *)(ws + " + std::to_string(offset ? offset.getInt() : 0) +
+           "LL))";
+  }
+
+  std::string bindingOf(Value v) {
+    while (auto slice = v.getDefiningOp<SliceOp>())
+      v = slice.getSource();
+    return "b[" + std::to_string(cast<BlockArgument>(v).getArgNumber()) + "]";
+  }
+
+  int64_t dim(Value v, int64_t i) {
+    int64_t d = cast<MemRefType>(v.getType()).getDimSize(i);
+    return ShapedType::isDynamic(d) ? bounds.dynamicExtent() : d;
+  }
+
+  int64_t trailing(Value v, int64_t from) {
+    int64_t n = 1;
+    for (int64_t i = from; i < cast<MemRefType>(v.getType()).getRank(); ++i)
+      n *= dim(v, i);
+    return n;
+  }
+
+  LogicalResult emitFunctions() {
+    for (Operation &op : graph.getBodyBlock()) {
+      auto id = op.getAttrOfType<IntegerAttr>(kOpIdAttr);
+      auto partition = op.getAttrOfType<PartitionAttr>(kPartitionAttr);
+      if (!id || !partition)
+        continue;
+      for (int64_t phase = 0; phase < int64_t(partition.getTasks().size()); ++phase) {
+        os << "// " << op.getName().getStringRef() << " #" << id.getInt()
+           << ", phase " << phase << "\n";
+        os << dialect.qualifier << " int32_t " << tileFunctionName(id.getInt(), phase)
+           << "(int64_t tile, const LoomBinding *b, char *ws" << dialect.extraParams
+           << ") {\n";
+        os << "  (void)b; (void)ws;\n";
+        if (runtimeArg >= 0)
+          os << "  const int64_t rt = b[" << runtimeArg << "].dims[0];\n";
+        else
+          os << "  const int64_t rt = " << bounds.dynamicExtent() << ";\n";
+        os << "  (void)rt;\n";
+        if (failed(emitBody(&op, partition, phase)))
+          return failure();
+        os << "  return 0;\n}\n\n";
+      }
+    }
+    return success();
+  }
+
+  /// Rows [r0, r1) of a `perTask`-row tile, clamped to `total` and to the
+  /// runtime rows `runtime`.
+  void rowRange(int64_t perTask, int64_t total, const std::string &runtime) {
+    os << "  const int64_t r0 = tile * " << perTask << "LL;\n"
+       << "  const int64_t r1 = std::min<int64_t>(std::min<int64_t>(" << total
+       << "LL, r0 + " << perTask << "LL), " << runtime << ");\n"
+       << "  if (r0 >= r1) return 0;\n";
+  }
+
+  LogicalResult emitBody(Operation *op, PartitionAttr p, int64_t phase) {
+    ArrayRef<int64_t> params = p.getParams();
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](RmsNormOp o) {
+          int64_t d = dim(o.getX(), cast<MemRefType>(o.getX().getType()).getRank() - 1);
+          int64_t perRow = trailing(o.getX(), 1) / d; // rows per leading entry
+          rowRange(params[0], dim(o.getX(), 0) * perRow,
+                   "rt * " + std::to_string(perRow) + "LL");
+          os << "  " << dialect.bodies << "rmsnormRows" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", "
+             << ptr(o.getWeight()) << ", " << ptr(o.getY(), false) << ", " << d
+             << "LL, " << floatLiteral(o.getEps().convertToDouble())
+             << ", r0, r1" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Case([&](LinearOp o) {
+          int64_t k = trailing(o.getX(), 1), n = trailing(o.getY(), 1);
+          int64_t maxM = dim(o.getX(), 0), nTile = params[0], splits = params[1];
+          std::string yT = cxxType(cast<MemRefType>(o.getY().getType()).getElementType());
+          std::string residual = o.getResidual()
+                                     ? ptr(o.getResidual())
+                                     : "static_cast<const " + yT + " *>(nullptr)";
+          os << "  const int64_t m = std::min<int64_t>(rt, " << maxM << "LL);\n";
+          os << "  const int64_t nt = tile" << (phase == 0 ? " / " + std::to_string(splits) + "LL" : "") << ";\n"
+             << "  const int64_t n0 = nt * " << nTile << "LL, n1 = std::min<int64_t>(" << n
+             << "LL, n0 + " << nTile << "LL);\n";
+          if (splits == 1) {
+            os << "  " << dialect.bodies << "linearTile" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+               << ", " << residual << ", " << ptr(o.getY(), false) << ", m, " << k
+               << "LL, " << n << "LL, n0, n1" << dialect.extraArgs << ");\n";
+            return success();
+          }
+          int64_t kPer = (k + splits - 1) / splits;
+          if (phase == 0) {
+            os << "  const int64_t s = tile % " << splits << "LL;\n"
+               << "  const int64_t k0 = s * " << kPer << "LL, k1 = std::min<int64_t>(" << k
+               << "LL, k0 + " << kPer << "LL);\n"
+               << "  " << dialect.bodies << "linearPartial" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+               << ", " << scratch(op) << " + s * " << maxM * n << "LL, m, " << k << "LL, "
+               << n << "LL, n0, n1, k0, k1" << dialect.extraArgs << ");\n";
+          } else {
+            os << "  " << dialect.bodies << "linearReduce" << dialect.bodyTemplate << "(" << scratch(op) << ", " << splits << "LL, "
+               << maxM * n << "LL, " << residual << ", " << ptr(o.getY(), false) << ", m, "
+               << n << "LL, n0, n1" << dialect.extraArgs << ");\n";
+          }
+          return success();
+        })
+        .Case([&](RopeOp o) {
+          int64_t h = dim(o.getX(), 1), d = dim(o.getX(), 2);
+          rowRange(params[0], dim(o.getX(), 0) * h, "rt * " + std::to_string(h) + "LL");
+          os << "  " << dialect.bodies << "rope" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getPositions())
+             << ", " << ptr(o.getY(), false) << ", " << h << "LL, " << d << "LL, "
+             << o.getRotaryDim() << "LL, " << floatLiteral(o.getTheta().convertToDouble())
+             << ", r0, r1" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Case([&](KvAppendOp o) {
+          rowRange(params[0], dim(o.getK(), 0), "rt");
+          os << "  " << dialect.bodies << "kvAppend" << dialect.bodyTemplate << "(" << ptr(o.getK()) << ", " << ptr(o.getV()) << ", "
+             << ptr(o.getSlotMapping()) << ", " << ptr(o.getKCache(), false) << ", "
+             << ptr(o.getVCache(), false) << ", " << dim(o.getK(), 1) << "LL, "
+             << dim(o.getK(), 2) << "LL, " << dim(o.getV(), 2) << "LL, "
+             << dim(o.getKCache(), 1) << "LL, r0, r1" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Case([&](GqaDecodeOp o) {
+          int64_t hq = dim(o.getQ(), 1), hkv = dim(o.getKCache(), 2), s = params[0];
+          int64_t maxB = dim(o.getQ(), 0);
+          os << "  const int64_t batch = std::min<int64_t>(rt, " << maxB << "LL);\n";
+          if (phase == 0) {
+            os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
+               << "  " << dialect.bodies << "gqaDecodeSplit" << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
+               << ", " << ptr(o.getVCache()) << ", " << ptr(o.getKvIndptr()) << ", "
+               << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << scratch(op)
+               << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
+               << dim(o.getQ(), 2) << "LL, " << dim(o.getVCache(), 3) << "LL, "
+               << dim(o.getKCache(), 1) << "LL, " << s << "LL, "
+               << floatLiteral(o.getSmScale().convertToDouble()) << ", pair / " << hkv
+               << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ");\n";
+          } else {
+            os << "  " << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", " << ptr(o.getO(), false)
+               << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
+               << dim(o.getVCache(), 3) << "LL, " << s << "LL, tile / " << hkv
+               << "LL, tile % " << hkv << "LL" << dialect.extraArgs << ");\n";
+          }
+          return success();
+        })
+        .Case([&](MlaDecodeOp o) {
+          std::string t = cxxType(cast<MemRefType>(o.getQNope().getType()).getElementType());
+          int64_t h = dim(o.getQNope(), 1), dc = dim(o.getQNope(), 2);
+          int64_t slots = params[0], merges = params[1], maxB = dim(o.getQNope(), 0);
+          os << "  " << dialect.bodies << "MlaParams<" << t << "> p;\n"
+             << "  p.qNope = " << ptr(o.getQNope()) << "; p.qPe = " << ptr(o.getQPe()) << ";\n"
+             << "  p.ckvCache = " << ptr(o.getCkvCache()) << "; p.kpeCache = "
+             << ptr(o.getKpeCache()) << ";\n"
+             << "  p.kvIndptr = " << ptr(o.getKvIndptr()) << "; p.kvIndices = "
+             << ptr(o.getKvIndices()) << "; p.kvLens = " << ptr(o.getKvLens()) << ";\n"
+             << "  p.o = " << ptr(o.getO(), false) << "; p.lse = " << ptr(o.getLse(), false) << ";\n"
+             << "  p.batch = std::min<int64_t>(" << bindingOf(o.getQNope()) << ".dims[0], "
+             << maxB << "LL);\n"
+             << "  p.numHeads = " << h << "; p.dimCkv = " << dc << "; p.dimKpe = "
+             << dim(o.getQPe(), 2) << "; p.pageSize = " << dim(o.getCkvCache(), 1) << ";\n"
+             << "  p.smScale = " << floatLiteral(o.getSmScale().convertToDouble()) << ";\n"
+             << "  float *partialO = " << scratch(op) << ";\n"
+             << "  float *partialLse = partialO + " << dialect.bodies << "mlaPartialOFloats(" << slots
+             << "LL, " << maxB << "LL, " << h << "LL, " << dc << "LL);\n";
+          if (phase == 0)
+            os << "  " << dialect.bodies << "mlaSplit" << dialect.bodyTemplate << "(p, tile, " << slots << "LL, partialO, partialLse" << dialect.extraArgs << ");\n";
+          else
+            os << "  " << dialect.bodies << "mlaMerge" << dialect.bodyTemplate << "(p, tile, " << merges << "LL, " << slots
+               << "LL, partialO, partialLse" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Case([&](KdaPrefillOp o) {
+          std::string t = cxxType(cast<MemRefType>(o.getQ().getType()).getElementType());
+          int64_t h = dim(o.getQ(), 1), k = dim(o.getQ(), 2), v = dim(o.getV(), 2);
+          int64_t c = o.getChunkSize();
+          std::optional<APFloat> lb = o.getLowerBound();
+          os << "  " << dialect.bodies << "KdaParams<" << t << "> p;\n"
+             << "  p.q = " << ptr(o.getQ()) << "; p.k = " << ptr(o.getK()) << "; p.v = "
+             << ptr(o.getV()) << "; p.g = " << ptr(o.getG()) << "; p.beta = "
+             << ptr(o.getBeta()) << ";\n"
+             << "  p.aLog = " << ptr(o.getALog()) << "; p.dtBias = " << ptr(o.getDtBias())
+             << "; p.cuSeqlens = " << ptr(o.getCuSeqlens()) << ";\n"
+             << "  p.initialState = "
+             << (o.getInitialState() ? ptr(o.getInitialState()) : std::string("nullptr")) << ";\n"
+             << "  p.o = " << ptr(o.getO(), false) << "; p.finalState = "
+             << ptr(o.getFinalState(), false) << ";\n"
+             << "  p.numTokens = " << bindingOf(o.getQ()) << ".dims[0];\n"
+             << "  p.numSeqs = " << bindingOf(o.getCuSeqlens()) << ".dims[0] - 1;\n"
+             << "  p.numHeads = " << h << "; p.dimK = " << k << "; p.dimV = " << v
+             << "; p.chunkSize = " << c << ";\n"
+             << "  p.gate = " << dialect.bodies << "KdaGate::"
+             << (o.getGate() == Gate::Bounded ? "Bounded" : "Unbounded") << ";\n"
+             << "  p.lowerBound = " << floatLiteral(lb ? lb->convertToDouble() : -5.0) << ";\n"
+             << "  p.scale = " << floatLiteral(o.getScale().convertToDouble()) << ";\n"
+             << "  p.qkL2norm = " << (o.getQkL2norm() ? "true" : "false") << ";\n"
+             << "  p.maxChunks = " << dialect.bodies << "kdaMaxChunks(" << bounds.tokens << "LL, "
+             << bounds.seqs << "LL, " << c << "LL);\n"
+             << "  float *work = " << scratch(op) << ";\n"
+             << "  const int64_t chunks = " << dialect.bodies << "kdaNumChunks(p.cuSeqlens, p.numSeqs, "
+             << c << "LL);\n";
+          if (phase == 0) {
+            // Balance the runtime (head, chunk) items over the tasks.
+            int64_t tasks = params[0];
+            os << "  const int64_t items = chunks * " << h << "LL;\n"
+               << "  int64_t i = tile * items / " << tasks << "LL;\n"
+               << "  const int64_t end = (tile + 1) * items / " << tasks << "LL;\n"
+               << "  while (i < end) {\n"
+               << "    const int64_t head = i / chunks, c0 = i % chunks;\n"
+               << "    const int64_t c1 = std::min<int64_t>(chunks, c0 + (end - i));\n"
+               << "    " << dialect.bodies << "kdaIntraChunk" << dialect.bodyTemplate << "(p, c0, c1, head, work" << dialect.extraArgs << ");\n"
+               << "    i += c1 - c0;\n"
+               << "  }\n";
+          } else {
+            int64_t tasks = params[1], vBlocks = params[2];
+            os << "  const int64_t items = p.numSeqs * " << h * vBlocks << "LL;\n"
+               << "  for (int64_t i = tile; i < items; i += " << tasks << "LL) {\n"
+               << "    const int64_t n = i / " << h * vBlocks << "LL, head = (i / " << vBlocks
+               << "LL) % " << h << "LL, vb = i % " << vBlocks << "LL;\n"
+               << "    " << dialect.bodies << "kdaStateScan" << dialect.bodyTemplate << "(p, n, head, vb * " << v << "LL / " << vBlocks
+               << "LL, (vb + 1) * " << v << "LL / " << vBlocks << "LL, work" << dialect.extraArgs << ");\n"
+               << "  }\n"
+               << "  (void)chunks;\n";
+          }
+          return success();
+        })
+        .Case([&](SiluMulOp o) {
+          int64_t perRow = trailing(o.getY(), 1);
+          rowRange(params[0], dim(o.getY(), 0) * perRow, "rt * " + std::to_string(perRow) + "LL");
+          os << "  " << dialect.bodies << "siluMul" << dialect.bodyTemplate << "(" << ptr(o.getGate()) << ", " << ptr(o.getUp()) << ", "
+             << ptr(o.getY(), false) << ", r0, r1" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Case([&](AddOp o) {
+          int64_t perRow = trailing(o.getY(), 1);
+          rowRange(params[0], dim(o.getY(), 0) * perRow, "rt * " + std::to_string(perRow) + "LL");
+          os << "  " << dialect.bodies << "add" << dialect.bodyTemplate << "(" << ptr(o.getA()) << ", " << ptr(o.getB()) << ", "
+             << ptr(o.getY(), false) << ", r0, r1" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Case([&](EmbeddingOp o) {
+          rowRange(params[0], dim(o.getY(), 0), "rt");
+          os << "  if (!" << dialect.bodies << "embedding" << dialect.bodyTemplate << "(" << ptr(o.getTable()) << ", " << ptr(o.getIds())
+             << ", " << ptr(o.getY(), false) << ", " << dim(o.getTable(), 0) << "LL, "
+             << dim(o.getTable(), 1) << "LL, r0, r1" << dialect.extraArgs << "))\n"
+             << "    return 1; // a token id out of range\n";
+          return success();
+        })
+        .Case([&](ArgmaxOp o) {
+          rowRange(params[0], dim(o.getX(), 0), "rt");
+          os << "  " << dialect.bodies << "argmaxRows" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", "
+             << ptr(o.getIndices(), false) << ", " << dim(o.getX(), 1) << "LL, r0, r1" << dialect.extraArgs << ");\n";
+          return success();
+        })
+        .Default([&](Operation *other) {
+          return other->emitOpError("has no host body");
+        });
+  }
+
+private:
+  GraphOp graph;
+  const TileDialect &dialect;
+  llvm::raw_ostream &os;
+  GraphBounds bounds;
+  int64_t runtimeArg = -1;
+};
+
+} // namespace
+
+std::string mlir::loom::tileFunctionName(int64_t opId, int64_t phase) {
+  return llvm::formatv("op{0}_phase{1}", opId, phase).str();
+}
+
+LogicalResult mlir::loom::emitTileFunctions(GraphOp graph,
+                                            const TileDialect &dialect,
+                                            llvm::raw_ostream &os) {
+  return TileWriter(graph, dialect, os).emitFunctions();
+}
