@@ -130,10 +130,9 @@ Status CudaExecutor::loadKernel() {
   // Residency of all blocks is guaranteed only by a cooperative launch.
   if (!info.cooperativeLaunch)
     return makeError(LOOMRT_ERROR_RESOURCES, ctx_->description(),
-                     " does not support cooperative launches, which program ",
-                     quoted(table_->name()),
-                     "'s persistent kernel needs to have all ", numWorkers_,
-                     " worker blocks resident at once");
+                     " does not support cooperative launches; program ",
+                     quoted(table_->name()), " needs one to have all ",
+                     numWorkers_, " worker blocks resident at once");
   return Status();
 }
 
@@ -377,7 +376,7 @@ Status CudaExecutor::outcome(const Watch &w) {
                       std::to_string(watchdogMs_) +
                       " ms of the abort flag; still inside:" +
                       describeWorkers(*table_, last);
-    ctx_->markWedged(what() + " " + why);
+    ctx_->markWedged(what() + ": " + why);
     wedged_ = true;
     bool failed = anyTaskFailed(last);
     std::string head = failed ? describeFailures(*table_, last, epoch_)

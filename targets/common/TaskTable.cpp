@@ -105,8 +105,9 @@ FailureOr<TaskTable> TaskTable::build(GraphOp graph) {
 
 namespace {
 void printIntArray(llvm::raw_ostream &os, StringRef name,
-                   ArrayRef<int64_t> values) {
-  os << "static const int32_t " << name << "[] = {";
+                   ArrayRef<int64_t> values,
+                   StringRef qualifier = "static const") {
+  os << qualifier << " int32_t " << name << "[] = {";
   for (auto [i, v] : llvm::enumerate(values)) {
     if (i % 16 == 0)
       os << "\n   ";
@@ -121,14 +122,15 @@ void printIntArray(llvm::raw_ostream &os, StringRef name,
 /// Flattens lists into (begin offsets, values).
 void printRagged(llvm::raw_ostream &os, StringRef beginName,
                  StringRef valuesName,
-                 ArrayRef<const std::vector<int64_t> *> lists) {
+                 ArrayRef<const std::vector<int64_t> *> lists,
+                 StringRef qualifier = "static const") {
   SmallVector<int64_t> begin{0}, values;
   for (const std::vector<int64_t> *list : lists) {
     values.append(list->begin(), list->end());
     begin.push_back(values.size());
   }
-  printIntArray(os, beginName, begin);
-  printIntArray(os, valuesName, values);
+  printIntArray(os, beginName, begin, qualifier);
+  printIntArray(os, valuesName, values, qualifier);
 }
 } // namespace
 
@@ -141,28 +143,35 @@ void TaskTable::printArrays(llvm::raw_ostream &os) const {
     os << "}, " << b.bound << "},\n";
   }
   os << "};\n";
+  printScheduleArrays(os, "static const", "k");
+  os << "static const char *const kTaskNames[] = {";
+  for (auto [i, t] : llvm::enumerate(tasks))
+    os << (i % 8 == 0 ? "\n   " : "") << " \"" << t.name << "\",";
+  os << "};\n";
+}
 
+void TaskTable::printScheduleArrays(llvm::raw_ostream &os,
+                                    StringRef qualifier,
+                                    StringRef prefix) const {
+  auto name = [&](StringRef base) { return (prefix + base).str(); };
   SmallVector<const std::vector<int64_t> *> waits, triggers;
   for (const TableTask &t : tasks) {
     waits.push_back(&t.waits);
     triggers.push_back(&t.triggers);
   }
   if (dynamic) {
-    printIntArray(os, "kWorkerBegin", {0, int64_t(queue.size())});
-    printIntArray(os, "kWorkerTasks", queue);
+    printIntArray(os, name("WorkerBegin"), {0, int64_t(queue.size())}, qualifier);
+    printIntArray(os, name("WorkerTasks"), queue, qualifier);
   } else {
     SmallVector<const std::vector<int64_t> *> lists;
     for (const std::vector<int64_t> &list : workerLists)
       lists.push_back(&list);
-    printRagged(os, "kWorkerBegin", "kWorkerTasks", lists);
+    printRagged(os, name("WorkerBegin"), name("WorkerTasks"), lists, qualifier);
   }
-  printRagged(os, "kTaskWaitBegin", "kWaitEvents", waits);
-  printRagged(os, "kTaskTriggerBegin", "kTriggerEvents", triggers);
-  printIntArray(os, "kEventNeeds", eventNeeds);
-  os << "static const char *const kTaskNames[] = {";
-  for (auto [i, t] : llvm::enumerate(tasks))
-    os << (i % 8 == 0 ? "\n   " : "") << " \"" << t.name << "\",";
-  os << "};\n";
+  printRagged(os, name("TaskWaitBegin"), name("WaitEvents"), waits, qualifier);
+  printRagged(os, name("TaskTriggerBegin"), name("TriggerEvents"), triggers,
+              qualifier);
+  printIntArray(os, name("EventNeeds"), eventNeeds, qualifier);
 }
 
 void TaskTable::printDescriptor(llvm::raw_ostream &os,

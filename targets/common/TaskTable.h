@@ -51,6 +51,11 @@ struct TaskTable {
   /// kEventNeeds, kTaskNames.
   void printArrays(llvm::raw_ostream &os) const;
 
+  /// The integer arrays again, with `qualifier` (e.g. `__device__ const`)
+  /// and `prefix` on their names: the device's copy of the schedule.
+  void printScheduleArrays(llvm::raw_ostream &os, llvm::StringRef qualifier,
+                           llvm::StringRef prefix) const;
+
   /// The LoomProgramDesc initializer using those arrays and `runTask`.
   void printDescriptor(llvm::raw_ostream &os, llvm::StringRef runTask) const;
 

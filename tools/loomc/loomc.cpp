@@ -11,8 +11,9 @@
 #include "targets/chips/ChipTable.h"
 #include "targets/common/TaskTable.h"
 #include "targets/host/EmitHost.h"
+#include "targets/nvidia/EmitCuda.h"
 #include "tools/frontend/BuildGraph.h"
-#include "tools/loomc/HostCompiler.h"
+#include "tools/loomc/Toolchain.h"
 #include "tools/spec/Spec.h"
 
 #include "mlir/IR/AsmState.h"
@@ -58,10 +59,12 @@ cl::opt<Emit> emitKind(
                    "the graph after the Loom pipeline: tiles, events, worker "
                    "lists (.scheduled.mlir)"),
         clEnumValN(Emit::Source, "source",
-                   "the generated program source (host: C++) (.cpp)"),
+                   "the generated program source (host: C++ .cpp; NVIDIA: "
+                   "CUDA .cu)"),
         clEnumValN(Emit::Artifact, "artifact",
-                   "the code object and its metadata (host: .so + .json + "
-                   ".cpp); needs -o unless --run")),
+                   "the artifact the runtime loads (.so) with its metadata "
+                   "(.json) and sources; NVIDIA also writes the .cubin and "
+                   "ptxas's resource report; needs -o unless --run")),
     cl::cat(loomcCategory));
 
 cl::opt<std::string> scheduleMode(
@@ -76,10 +79,10 @@ cl::opt<int> layersOverride(
 
 cl::opt<bool> runProgram(
     "run",
-    cl::desc("Build the artifact, run it on the target's device on random "
-             "inputs, and check it against the fp64 oracle; exit non-zero "
-             "above tolerance. Host target only for now. Decoder specs run "
-             "2 layers unless --layers says otherwise"),
+    cl::desc("Build the artifact, run it on the target's device (host: CPU "
+             "threads; NVIDIA: the CUDA device) on random inputs, and check "
+             "it against the fp64 oracle; exit non-zero above tolerance. "
+             "Decoder specs run 2 layers unless --layers says otherwise"),
     cl::init(false), cl::cat(loomcCategory));
 
 cl::opt<uint64_t> seed("seed", cl::desc("--run: random seed (default: fresh, printed)"),
@@ -151,8 +154,10 @@ int runChecked(const char *argv0, const loom::spec::Spec &spec,
   sys::path::append(runner, "loom-run");
   if (!sys::fs::can_execute(runner))
     return fail("cannot find loom-run beside loomc (" + runner + ")");
+  bool cuda = loom::findChip(targetName)->vendor == loom::Vendor::Nvidia;
   std::vector<std::string> args = {std::string(runner), specPath, library,
-                                   "--launches", std::to_string(launches)};
+                                   "--launches", std::to_string(launches),
+                                   "--device", cuda ? "cuda" : "host"};
   if (auto *decoder = std::get_if<loom::spec::DecoderSpec>(&spec.family)) {
     args.push_back("--layers");
     args.push_back(std::to_string(decoder->layers));
@@ -228,14 +233,16 @@ int main(int argc, char **argv) {
     return fail("--layers applies to decoder specs only");
   }
 
+  bool hasEmitter = chip->vendor == loom::Vendor::Host ||
+                    chip->vendor == loom::Vendor::Nvidia;
   if (runProgram) {
-    if (chip->vendor != loom::Vendor::Host)
-      return fail("--run needs a device of target '" + targetName +
-                  "': this build runs the host target only");
+    if (!hasEmitter)
+      return fail(Twine("--run: no code emitter for target '") + targetName +
+                  "' (arch " + chip->arch + ") in this build");
     emitKind = Emit::Artifact;
   }
   bool needsCode = emitKind == Emit::Source || emitKind == Emit::Artifact;
-  if (needsCode && chip->vendor != loom::Vendor::Host)
+  if (needsCode && !hasEmitter)
     return fail(Twine("no code emitter for target '") + targetName + "' (arch " +
                 chip->arch + ") in this build; use --emit=graph or --emit=scheduled");
   if (emitKind == Emit::Artifact && outputDir.empty() && !runProgram)
@@ -263,12 +270,16 @@ int main(int argc, char **argv) {
       outputs.files.push_back({stem + ".scheduled.mlir", printModule(*module)});
   }
 
+  mlir::loom::GraphOp graph;
+  mlir::loom::CudaKernelInfo cudaInfo;
+  bool isCuda = chip->vendor == loom::Vendor::Nvidia;
   if (needsCode) {
-    auto graph = *module->getOps<mlir::loom::GraphOp>().begin();
+    graph = *module->getOps<mlir::loom::GraphOp>().begin();
     std::string source;
-    if (mlir::failed(mlir::loom::emitHostProgram(graph, source)))
+    if (mlir::failed(isCuda ? mlir::loom::emitCudaKernel(graph, source, cudaInfo)
+                            : mlir::loom::emitHostProgram(graph, source)))
       return fail("code emission failed (diagnostics above)");
-    outputs.files.push_back({stem + ".cpp", source});
+    outputs.files.push_back({stem + (isCuda ? ".cu" : ".cpp"), source});
     if (emitKind == Emit::Artifact) {
       auto table = mlir::loom::TaskTable::build(graph);
       std::string json;
@@ -298,21 +309,58 @@ int main(int argc, char **argv) {
 
   std::string library;
   if (emitKind == Emit::Artifact) {
-    // Compile from a temporary source; nothing named after the spec exists
-    // until every step has succeeded.
-    std::string tmpSource = pathOf(stem + ".cpp.tmp.cpp");
+    // Build from temporaries; nothing named after the spec exists until
+    // every step has succeeded.
+    std::vector<std::string> temporaries;
+    auto cleanup = [&] {
+      for (const std::string &path : temporaries)
+        sys::fs::remove(path);
+    };
+    auto writeTemp = [&](StringRef name, StringRef text) {
+      std::string path = pathOf(name);
+      temporaries.push_back(path);
+      return writeAtomically(path, text) ? path : std::string();
+    };
+    std::string hostSource, error;
+    if (isCuda) {
+      std::string cu = writeTemp(stem + ".tmp.cu", outputs.files[0].second);
+      std::string cubin = pathOf(stem + ".cubin");
+      std::string report;
+      temporaries.push_back(cubin + ".tmp");
+      if (cu.empty() ||
+          !loom::compileCubin(cu, cubin + ".tmp", chip->arch, kernelsRoot,
+                              report, error)) {
+        cleanup();
+        return fail(error.empty() ? "cannot write the kernel source" : error);
+      }
+      outputs.files.push_back({stem + ".ptxas.txt", report});
+      // The library embeds the cubin's bytes when it is compiled, so the
+      // temporary path is all it needs.
+      if (mlir::failed(mlir::loom::emitCudaHostLibrary(graph, cudaInfo,
+                                                       cubin + ".tmp",
+                                                       hostSource))) {
+        cleanup();
+        return fail("host library emission failed (diagnostics above)");
+      }
+      outputs.files.push_back({stem + ".host.cpp", hostSource});
+    } else {
+      hostSource = outputs.files[0].second;
+    }
+    std::string tmpSource = writeTemp(stem + ".tmp.cpp", hostSource);
     std::string tmpLibrary = pathOf(stem + ".so.tmp");
-    std::string error;
-    bool built = writeAtomically(tmpSource, outputs.files[0].second) &&
-                 loom::compileHostProgram(tmpSource, tmpLibrary, kernelsRoot, error);
-    sys::fs::remove(tmpSource);
-    if (!built) {
-      sys::fs::remove(tmpLibrary);
+    temporaries.push_back(tmpLibrary);
+    if (tmpSource.empty() ||
+        !loom::compileSharedLibrary(tmpSource, tmpLibrary, kernelsRoot, error)) {
+      cleanup();
       return fail(error.empty() ? "cannot write the program source" : error);
     }
     library = pathOf(stem + ".so");
-    if (std::error_code ec = sys::fs::rename(tmpLibrary, library))
-      return fail("cannot write '" + library + "': " + ec.message());
+    std::error_code ec = sys::fs::rename(tmpLibrary, library);
+    if (!ec && isCuda)
+      ec = sys::fs::rename(pathOf(stem + ".cubin.tmp"), pathOf(stem + ".cubin"));
+    cleanup();
+    if (ec)
+      return fail("cannot write the artifact into '" + dir + "': " + ec.message());
   }
   for (auto &[name, text] : outputs.files)
     if (!writeAtomically(pathOf(name), text))

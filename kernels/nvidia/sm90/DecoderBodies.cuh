@@ -1,0 +1,1067 @@
+//===- DecoderBodies.cuh - Device task bodies of the decoder ops -*- CUDA -*-===//
+//
+// Block-cooperative versions of kernels/host/DecoderBodies.h for sm_90a (they
+// also build for sm_100a). Each body takes the host body's parameters, in the
+// same order, plus the block's dynamic shared memory `smem` last, and is
+// called by all kThreads threads of the block (blockDim.x == kThreads, a
+// multiple of 32). Tile semantics, aliasing rules and workspace layouts are
+// the host bodies'; the same generated task table drives both.
+//
+// Every body returns int32_t: 0, or a status code of Numerics.cuh (only
+// embedding can fail: an id out of range, as the host's `false`). Control
+// flow around barriers depends only on block-uniform values.
+//
+// Speed: the memory-bound bodies move 16-byte vectors (8 bf16) coalesced
+// across the warp; linear uses mma.sync tensor cores with x as the narrow
+// operand, so one pass over a weight tile serves up to 32 rows of x. Each
+// fast path checks its preconditions (types, alignment, shapes) at run time
+// and falls back to a plain loop with the same results otherwise.
+//
+// Shared memory per body (kThreads = 256), see the *SmemBytes functions:
+//   rmsnormRows 32 B, linearTile/linearPartial 32 KB, rope 2 KB,
+//   gqaDecodeSplit 33 KB (D = 128) / 66 KB (D = 256), argmaxRows 96 B,
+//   the others none.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
+#define LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
+
+#include "kernels/nvidia/Numerics.cuh"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace loom {
+namespace sm90 {
+
+namespace nv = ::loom::nvidia;
+
+namespace detail {
+template <typename T> struct NoDeduce { using type = T; };
+/// Keeps a parameter out of deduction, so `nullptr` works for an optional
+/// buffer whose type follows another argument (as in the host bodies).
+template <typename T> using NoDeduceT = typename NoDeduce<T>::type;
+
+template <typename T>
+constexpr bool kIs16Bit = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
+
+__device__ __forceinline__ int laneId() { return threadIdx.x & 31; }
+__device__ __forceinline__ int warpId() { return threadIdx.x >> 5; }
+
+/// dst[0..n) = src[0..n) converted; 16-byte moves when both allow it.
+template <int kThreads, typename TS, typename TD>
+__device__ void copyRow(const TS *src, TD *dst, int64_t n) {
+  if constexpr (std::is_same_v<TS, TD>) {
+    const int64_t bytes = n * int64_t(sizeof(TS));
+    if (bytes % 16 == 0 && nv::isAligned16(src) && nv::isAligned16(dst)) {
+      const uint4 *s = reinterpret_cast<const uint4 *>(src);
+      uint4 *d = reinterpret_cast<uint4 *>(dst);
+      for (int64_t i = threadIdx.x; i < bytes / 16; i += kThreads)
+        d[i] = s[i];
+      return;
+    }
+  } else {
+    if (n % 8 == 0 && nv::isAligned16(src) && nv::isAligned16(dst)) {
+      for (int64_t i = threadIdx.x * 8; i < n; i += kThreads * 8) {
+        float v[8];
+        nv::load8(src + i, v);
+        nv::store8(dst + i, v);
+      }
+      return;
+    }
+  }
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    nv::stF(dst, i, nv::ldF(src, i));
+}
+
+template <int kThreads, typename TD>
+__device__ void fillRow(TD *dst, int64_t n, float value) {
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    nv::stF(dst, i, value);
+}
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// rmsnorm
+//===----------------------------------------------------------------------===//
+
+template <int kThreads> constexpr int64_t rmsnormSmemBytes() {
+  return kThreads / 32 * 4;
+}
+
+namespace detail {
+/// Sum of squares of the `stride`-strided share of row xr owned by `idx`.
+template <int kStride, typename TX>
+__device__ __forceinline__ float rowSumSq(const TX *xr, int64_t D, bool vec,
+                                          int idx) {
+  float ss = 0.f;
+  if (vec) {
+    for (int64_t i = int64_t(idx) * 8; i < D; i += kStride * 8) {
+      float v[8];
+      nv::load8(xr + i, v);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        ss += v[e] * v[e];
+    }
+  } else {
+    for (int64_t i = idx; i < D; i += kStride) {
+      float v = nv::ldF(xr, i);
+      ss += v * v;
+    }
+  }
+  return ss;
+}
+
+/// yr = xr * inv * w over the same share (so y may alias x).
+template <int kStride, typename TX, typename TW, typename TY>
+__device__ __forceinline__ void rowScale(const TX *xr, const TW *w, TY *yr,
+                                         int64_t D, float inv, bool vec,
+                                         int idx) {
+  if (vec) {
+    for (int64_t i = int64_t(idx) * 8; i < D; i += kStride * 8) {
+      float v[8], g[8];
+      nv::load8(xr + i, v);
+      nv::load8(w + i, g);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        v[e] = v[e] * inv * g[e];
+      nv::store8(yr + i, v);
+    }
+  } else {
+    for (int64_t i = idx; i < D; i += kStride)
+      nv::stF(yr, i, nv::ldF(xr, i) * inv * nv::ldF(w, i));
+  }
+}
+} // namespace detail
+
+/// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w for r in [r0, r1).
+/// A warp per row for D <= 1024 (Qwen3's per-head norm), the whole block
+/// per row above (hidden states).
+template <int kThreads, typename TX, typename TW, typename TY>
+__device__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int64_t D,
+                               float eps, int64_t r0, int64_t r1, char *smem) {
+  constexpr int kWarps = kThreads / 32;
+  const bool vec = D % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w) &&
+                   nv::isAligned16(y);
+  if (D <= 1024) {
+    const int lane = detail::laneId();
+    for (int64_t r = r0 + detail::warpId(); r < r1; r += kWarps) {
+      float ss = nv::warpSum(detail::rowSumSq<32>(x + r * D, D, vec, lane));
+      float inv = 1.0f / sqrtf(ss / float(D) + eps);
+      detail::rowScale<32>(x + r * D, w, y + r * D, D, inv, vec, lane);
+    }
+    return nv::kBodyOk;
+  }
+  float *scratch = reinterpret_cast<float *>(smem);
+  for (int64_t r = r0; r < r1; ++r) {
+    float ss = nv::blockSum<kThreads>(
+        detail::rowSumSq<kThreads>(x + r * D, D, vec, threadIdx.x), scratch);
+    float inv = 1.0f / sqrtf(ss / float(D) + eps);
+    detail::rowScale<kThreads>(x + r * D, w, y + r * D, D, inv, vec,
+                               threadIdx.x);
+  }
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// linear: y[m, n] (+)= x[m, :] . w[n, :]
+//
+// Tensor-core path (x and w both bf16 or both f16, K % 8 == 0, 16-byte
+// aligned bases). It computes y^T = w . x^T with mma.m16n8k16: A = 16 weight
+// rows (output columns), B = 8 rows of x. The sum over k does not care
+// which k each fragment slot holds as long as A and B agree, so each lane
+// loads 16 contiguous bytes of its weight row and of its x row and feeds
+// them to the slots the fragment layout assigns it: lane (g, q) of a 64-wide
+// k step reads k = 16q..16q+15, whole 128-byte lines per 4 lanes, with
+// no shuffles or shared memory. A warp owns 32 output columns and up to 32
+// rows of x (2 x 4 mma tiles, 32 fp32 accumulators per lane) and keeps the
+// next step's loads in flight while it multiplies the current one.
+//
+// Work split in a tile [n0, n1): 32-column pairs go to warps; when there
+// are fewer pairs than warps, K is split among the warps of a pair as well
+// and the partial sums meet in shared memory, added in a fixed order.
+// M > 32 takes several passes over the weight tile.
+//===----------------------------------------------------------------------===//
+
+/// Partial tiles of a K-split tile: one 32 x 32 float tile per warp.
+template <int kThreads> constexpr int64_t linearSmemBytes() {
+  return kThreads / 32 * 32 * 32 * 4;
+}
+
+namespace detail {
+
+constexpr int kLinCols = 32;  // output columns per warp (two m16 tiles)
+constexpr int kLinRows = 32;  // x rows per pass (four n8 tiles)
+constexpr int kLinKStep = 64; // k per warp per step
+
+__device__ __forceinline__ uint32_t word(const uint4 &u, int i) {
+  return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+}
+
+/// One k step's operands of a lane: w[cg][half][h] is 8 weights of column
+/// nBase + 16cg + 8half + g, x[mt][h] 8 values of row mBase + 8mt + g, both
+/// at k = k0 + 16q + 8h.
+template <int MT> struct LinFrag {
+  uint4 w[2][2][2];
+  uint4 x[MT][2];
+};
+
+/// acc[cg][mt][e] += sum over k in [ka, kb) for this warp's 32 x 8MT block:
+/// column nBase + 16cg + g (+8 for e >= 2), row mBase + 8mt + 2q + (e & 1).
+/// ka, kb multiples of 8; columns >= nEnd and rows >= M read as zero.
+template <int MT, typename T>
+__device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
+                              int64_t mBase, int64_t nBase, int64_t nEnd,
+                              int64_t ka, int64_t kb,
+                              float (&acc)[2][MT][4]) {
+  const int lane = laneId(), g = lane >> 2, q = lane & 3;
+  const T *wRow[2][2];
+  const T *xRow[MT];
+#pragma unroll
+  for (int cg = 0; cg < 2; ++cg)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      int64_t n = nBase + 16 * cg + 8 * half + g;
+      wRow[cg][half] = n < nEnd ? w + n * K : nullptr;
+    }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    int64_t m = mBase + 8 * mt + g;
+    xRow[mt] = m < M ? x + m * K : nullptr;
+  }
+  auto load = [&](int64_t k0, LinFrag<MT> &f) {
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t k = k0 + 16 * q + 8 * h;
+      const bool ok = k < kb;
+#pragma unroll
+      for (int cg = 0; cg < 2; ++cg)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          f.w[cg][half][h] = ok && wRow[cg][half]
+                                 ? nv::ldStream16(wRow[cg][half] + k)
+                                 : zero;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        f.x[mt][h] = ok && xRow[mt]
+                         ? *reinterpret_cast<const uint4 *>(xRow[mt] + k)
+                         : zero;
+    }
+  };
+  auto compute = [&](const LinFrag<MT> &f) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int sub = 0; sub < 2; ++sub)
+#pragma unroll
+        for (int cg = 0; cg < 2; ++cg) {
+          // Slots 2q, 2q+1 take word 2sub; slots 2q+8, 2q+9 word 2sub+1, in
+          // A (both row halves) and in B alike.
+          const uint32_t a[4] = {word(f.w[cg][0][h], 2 * sub),
+                                 word(f.w[cg][1][h], 2 * sub),
+                                 word(f.w[cg][0][h], 2 * sub + 1),
+                                 word(f.w[cg][1][h], 2 * sub + 1)};
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            nv::mma16816<T>(acc[cg][mt], a, word(f.x[mt][h], 2 * sub),
+                            word(f.x[mt][h], 2 * sub + 1));
+        }
+  };
+  if (ka >= kb)
+    return;
+  LinFrag<MT> cur, next;
+  load(ka, cur);
+  for (int64_t k = ka; k < kb; k += kLinKStep) {
+    load(k + kLinKStep, next); // all-zero past kb: predicated off
+    compute(cur);
+    cur = next;
+  }
+}
+
+/// Sum over the unaligned ends [k0, ka) and [kb, k1) of one dot product.
+template <typename TIn, typename TW>
+__device__ float edgeDot(const TIn *x, const TW *w, int64_t K, int64_t m,
+                         int64_t n, int64_t k0, int64_t ka, int64_t kb,
+                         int64_t k1) {
+  float s = 0.f;
+  for (int64_t k = k0; k < ka; ++k)
+    s += nv::ldF(x, m * K + k) * nv::ldF(w, n * K + k);
+  for (int64_t k = kb; k < k1; ++k)
+    s += nv::ldF(x, m * K + k) * nv::ldF(w, n * K + k);
+  return s;
+}
+
+/// One pass over rows [mBase, mBase + 8MT) of the tile.
+template <int kThreads, int MT, typename T, typename Out>
+__device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
+                              int64_t n0, int64_t n1, int64_t k0, int64_t ka,
+                              int64_t kb, int64_t k1, int64_t mBase,
+                              float *part, const Out &out) {
+  constexpr int kWarps = kThreads / 32;
+  const int warp = warpId(), lane = laneId(), g = lane >> 2, q = lane & 3;
+  const int64_t nCols = n1 - n0, nPairs = ceilDiv(nCols, kLinCols);
+  const bool edges = k0 < ka || kb < k1;
+  if (nPairs >= kWarps) {
+    // Whole K per warp: the epilogue runs from registers.
+    for (int64_t pr = warp; pr < nPairs; pr += kWarps) {
+      const int64_t nBase = n0 + pr * kLinCols;
+      float acc[2][MT][4] = {};
+      linearWarpMma<MT>(x, w, K, M, mBase, nBase, n1, ka, kb, acc);
+#pragma unroll
+      for (int cg = 0; cg < 2; ++cg)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int64_t n = nBase + 16 * cg + g + (e >= 2 ? 8 : 0);
+            const int64_t m = mBase + 8 * mt + 2 * q + (e & 1);
+            if (n < n1 && m < M) {
+              float v = acc[cg][mt][e];
+              if (edges)
+                v += edgeDot(x, w, K, m, n, k0, ka, kb, k1);
+              out(m, n, v);
+            }
+          }
+    }
+    return;
+  }
+  // Fewer pairs than warps: warp = ks * nPairs + pair takes K slice ks.
+  const int64_t kSplit = kWarps / nPairs;
+  const int64_t kPer = roundUp(ceilDiv(kb - ka, kSplit), kLinKStep);
+  if (warp < nPairs * kSplit) {
+    const int64_t pr = warp % nPairs, ks = warp / nPairs;
+    const int64_t kA = imin(kb, ka + ks * kPer), kB = imin(kb, kA + kPer);
+    float acc[2][MT][4] = {};
+    linearWarpMma<MT>(x, w, K, M, mBase, n0 + pr * kLinCols, n1, kA, kB, acc);
+    float *tile = part + warp * kLinCols * kLinRows;
+#pragma unroll
+    for (int cg = 0; cg < 2; ++cg)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = 16 * cg + g + (e >= 2 ? 8 : 0);
+          const int row = 8 * mt + 2 * q + (e & 1);
+          tile[col * kLinRows + row] = acc[cg][mt][e];
+        }
+  }
+  __syncthreads();
+  const int64_t rows = imin(M - mBase, 8 * MT);
+  for (int64_t idx = threadIdx.x; idx < rows * nCols; idx += kThreads) {
+    const int64_t col = idx % nCols, row = idx / nCols;
+    const int64_t pr = col / kLinCols, c = col % kLinCols;
+    float v = 0.f;
+    for (int64_t ks = 0; ks < kSplit; ++ks)
+      v += part[((ks * nPairs + pr) * kLinCols + c) * kLinRows + row];
+    const int64_t m = mBase + row, n = n0 + col;
+    if (edges)
+      v += edgeDot(x, w, K, m, n, k0, ka, kb, k1);
+    out(m, n, v);
+  }
+  __syncthreads(); // `part` is rewritten by the next pass
+}
+
+/// Plain path for any types, alignment and K: a warp per output column.
+template <int kThreads, typename TIn, typename TW, typename Out>
+__device__ void linearGeneric(const TIn *x, const TW *w, int64_t M, int64_t K,
+                              int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                              const Out &out) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = laneId();
+  for (int64_t n = n0 + warpId(); n < n1; n += kWarps) {
+    for (int64_t m0 = 0; m0 < M; m0 += 8) {
+      float acc[8] = {};
+      for (int64_t k = k0 + lane; k < k1; k += 32) {
+        const float wv = nv::ldF(w, n * K + k);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (m0 + j < M)
+            acc[j] += nv::ldF(x, (m0 + j) * K + k) * wv;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        acc[j] = nv::warpSum(acc[j]);
+      if (lane == 0)
+        for (int j = 0; j < 8 && m0 + j < M; ++j)
+          out(m0 + j, n, acc[j]);
+    }
+  }
+}
+
+/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M, n in [n0, n1).
+template <int kThreads, typename TIn, typename TW, typename Out>
+__device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
+                            int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                            char *smem, const Out &out) {
+  if (n0 >= n1 || M <= 0)
+    return;
+  if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>) {
+    if (K % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w)) {
+      const int64_t ka = imin(roundUp(k0, 8), k1);
+      const int64_t kb = imax(ka, k1 / 8 * 8);
+      float *part = reinterpret_cast<float *>(smem);
+      for (int64_t mBase = 0; mBase < M; mBase += kLinRows) {
+        switch (ceilDiv(imin(M - mBase, kLinRows), 8)) {
+        case 1:
+          linearMmaPass<kThreads, 1>(x, w, M, K, n0, n1, k0, ka, kb, k1,
+                                     mBase, part, out);
+          break;
+        case 2:
+          linearMmaPass<kThreads, 2>(x, w, M, K, n0, n1, k0, ka, kb, k1,
+                                     mBase, part, out);
+          break;
+        case 3:
+          linearMmaPass<kThreads, 3>(x, w, M, K, n0, n1, k0, ka, kb, k1,
+                                     mBase, part, out);
+          break;
+        default:
+          linearMmaPass<kThreads, 4>(x, w, M, K, n0, n1, k0, ka, kb, k1,
+                                     mBase, part, out);
+          break;
+        }
+      }
+      return;
+    }
+  }
+  linearGeneric<kThreads>(x, w, M, K, n0, n1, k0, k1, out);
+}
+
+/// Stores y = residual + v (residual optional, may alias y).
+template <typename TOut> struct LinearStore {
+  const TOut *residual;
+  TOut *y;
+  int64_t N;
+  __device__ void operator()(int64_t m, int64_t n, float v) const {
+    const int64_t idx = m * N + n;
+    const float base = residual ? nv::ldF(residual, idx) : 0.f;
+    nv::stF(y, idx, base + v);
+  }
+};
+
+struct PartialStore {
+  float *partial;
+  int64_t N;
+  __device__ void operator()(int64_t m, int64_t n, float v) const {
+    partial[m * N + n] = v;
+  }
+};
+} // namespace detail
+
+/// Output-column tile: y[m, n] = residual[m, n] + x[m, :] . w[n, :] for
+/// m < M, n in [n0, n1). `residual` may be null or alias `y`.
+template <int kThreads, typename TIn, typename TW, typename TOut>
+__device__ int32_t linearTile(const TIn *x, const TW *w,
+                              const detail::NoDeduceT<TOut> *residual, TOut *y,
+                              int64_t M, int64_t K, int64_t N, int64_t n0,
+                              int64_t n1, char *smem) {
+  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, 0, K, smem,
+                                detail::LinearStore<TOut>{residual, y, N});
+  return nv::kBodyOk;
+}
+
+/// Split-K phase 0: partial[m * N + n] = x[m, k0:k1] . w[n, k0:k1].
+template <int kThreads, typename TIn, typename TW>
+__device__ int32_t linearPartial(const TIn *x, const TW *w, float *partial,
+                                 int64_t M, int64_t K, int64_t N, int64_t n0,
+                                 int64_t n1, int64_t k0, int64_t k1,
+                                 char *smem) {
+  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, k0, k1, smem,
+                                detail::PartialStore{partial, N});
+  return nv::kBodyOk;
+}
+
+/// Split-K phase 1: y = residual + sum of the splits in order 0..splits-1.
+template <int kThreads, typename TOut>
+__device__ int32_t linearReduce(const float *partials, int64_t splits,
+                                int64_t sliceStride,
+                                const detail::NoDeduceT<TOut> *residual,
+                                TOut *y, int64_t M, int64_t N, int64_t n0,
+                                int64_t n1, char *smem) {
+  const int64_t nCols = n1 - n0;
+  for (int64_t i = threadIdx.x; i < M * nCols; i += kThreads) {
+    const int64_t idx = (i / nCols) * N + n0 + i % nCols;
+    float sum = 0.f;
+    for (int64_t s = 0; s < splits; ++s)
+      sum += partials[s * sliceStride + idx];
+    const float base = residual ? nv::ldF(residual, idx) : 0.f;
+    nv::stF(y, idx, base + sum);
+  }
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// rope (NeoX halves)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+/// Pairs whose cos/sin sit in shared memory at once.
+constexpr int64_t kRopePairs = 256;
+} // namespace detail
+
+template <int kThreads> constexpr int64_t ropeSmemBytes() {
+  return 2 * detail::kRopePairs * 4;
+}
+
+/// Rows [r0, r1) of the flattened [T * H] rows. Each token's cos/sin are
+/// computed once (in double, as the host does, then cast to float) into
+/// shared memory and applied to all its heads. `y` may alias `x`.
+template <int kThreads, typename TX, typename TPos, typename TY>
+__device__ int32_t rope(const TX *x, const TPos *positions, TY *y, int64_t H,
+                        int64_t D, int64_t rotaryDim, float theta, int64_t r0,
+                        int64_t r1, char *smem) {
+  using detail::kRopePairs;
+  float *cosv = reinterpret_cast<float *>(smem);
+  float *sinv = cosv + kRopePairs;
+  const int64_t half = rotaryDim / 2;
+  const bool vec = half % 8 == 0 && D % 8 == 0 && nv::isAligned16(x) &&
+                   nv::isAligned16(y);
+  for (int64_t r = r0; r < r1;) {
+    const int64_t t = r / H;
+    const int64_t rEnd = imin(r1, (t + 1) * H), rows = rEnd - r;
+    const double pos = double(positions[t]);
+    for (int64_t i0 = 0; i0 < half; i0 += kRopePairs) {
+      const int64_t cnt = imin(kRopePairs, half - i0);
+      __syncthreads(); // the previous table's readers are done
+      for (int64_t j = threadIdx.x; j < cnt; j += kThreads) {
+        double invFreq =
+            pow(double(theta), -2.0 * double(i0 + j) / double(rotaryDim));
+        double angle = pos * invFreq;
+        cosv[j] = float(cos(angle));
+        sinv[j] = float(sin(angle));
+      }
+      __syncthreads();
+      if (vec) {
+        const int64_t groups = cnt / 8;
+        for (int64_t idx = threadIdx.x; idx < rows * groups; idx += kThreads) {
+          const int64_t row = r + idx / groups, j = (idx % groups) * 8;
+          const int64_t off = row * D + i0 + j;
+          float a[8], b[8], ya[8], yb[8];
+          nv::load8(x + off, a);
+          nv::load8(x + off + half, b);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            ya[e] = a[e] * cosv[j + e] - b[e] * sinv[j + e];
+            yb[e] = b[e] * cosv[j + e] + a[e] * sinv[j + e];
+          }
+          nv::store8(y + off, ya);
+          nv::store8(y + off + half, yb);
+        }
+      } else {
+        for (int64_t idx = threadIdx.x; idx < rows * cnt; idx += kThreads) {
+          const int64_t row = r + idx / cnt, j = idx % cnt;
+          const int64_t off = row * D + i0 + j;
+          const float a = nv::ldF(x, off), b = nv::ldF(x, off + half);
+          nv::stF(y, off, a * cosv[j] - b * sinv[j]);
+          nv::stF(y, off + half, b * cosv[j] + a * sinv[j]);
+        }
+      }
+    }
+    const int64_t tail = D - rotaryDim;
+    for (int64_t idx = threadIdx.x; idx < rows * tail; idx += kThreads) {
+      const int64_t off = (r + idx / tail) * D + rotaryDim + idx % tail;
+      nv::stF(y, off, nv::ldF(x, off));
+    }
+    r = rEnd;
+  }
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// kv_append
+//===----------------------------------------------------------------------===//
+
+/// Tokens [t0, t1): K row [Hkv, D] and V row [Hkv, Dv] of token t go to slot
+/// slotMapping[t] of the [pages, P, Hkv, D|Dv] caches; negative slots are
+/// padding and skipped.
+template <int kThreads, typename TK, typename TV, typename TSlot, typename TKC,
+          typename TVC>
+__device__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *slotMapping,
+                            TKC *kCache, TVC *vCache, int64_t Hkv, int64_t D,
+                            int64_t Dv, int64_t P, int64_t t0, int64_t t1,
+                            char *smem) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t slot = int64_t(slotMapping[t]);
+    if (slot < 0)
+      continue;
+    const int64_t row = (slot / P) * P + slot % P;
+    detail::copyRow<kThreads>(k + t * Hkv * D, kCache + row * Hkv * D,
+                              Hkv * D);
+    detail::copyRow<kThreads>(v + t * Hkv * Dv, vCache + row * Hkv * Dv,
+                              Hkv * Dv);
+  }
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// gqa_decode (split-KV; workspace layout of the host body:
+//   o partials [maxBatch][S][Hq][Dv] floats, then lse [maxBatch][S][Hq])
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+/// Query heads scored per pass over a split's tokens; larger groups take
+/// several passes.
+constexpr int kGqaMaxGroup = 8;
+/// Tokens whose K/V loads a unit issues before using the first.
+constexpr int kGqaUnroll = 2;
+} // namespace detail
+
+/// Shared memory of gqaDecodeSplit's fast path for head dim D (<= 256).
+template <int kThreads>
+constexpr int64_t gqaSplitSmemBytes(int64_t D = 256) {
+  return int64_t(kThreads / 32) * detail::kGqaMaxGroup * (D + 2) * 4;
+}
+
+namespace detail {
+
+/// Fast path: D == Dv == 8 * kLpr. A unit of kLpr lanes holds a token's K
+/// and V rows (8 elements per lane) and the online-softmax state of up to kG
+/// heads; units take tokens round-robin, then merge within the warp by
+/// shuffles and across warps through shared memory (fixed order).
+/// Scores are kept in log2 units (q pre-scaled by smScale * log2 e).
+template <int kThreads, int kLpr, int kG, typename TQ, typename TK,
+          typename TV, typename TInd>
+__device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
+                             const TInd *pages, float *oPart, float *lsePart,
+                             int64_t Hq, int64_t Hkv, int64_t D, int64_t P,
+                             float smScale, int64_t b, int64_t hk, int64_t h0,
+                             int64_t nh, int64_t slotRow, int64_t tBegin,
+                             int64_t tEnd, float *smem) {
+  constexpr int kWarps = kThreads / 32, kUnitsPerWarp = 32 / kLpr;
+  constexpr int kUnits = kWarps * kUnitsPerWarp;
+  const int lane = laneId(), warp = warpId();
+  const int sub = lane % kLpr;
+  const int unit = warp * kUnitsPerWarp + lane / kLpr;
+  const int64_t d0 = int64_t(sub) * 8;
+
+  float qv[kG][8];
+#pragma unroll
+  for (int h = 0; h < kG; ++h) {
+    if (h < nh) {
+      nv::load8(q + (b * Hq + h0 + h) * D + d0, qv[h]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        qv[h][e] *= smScale * nv::kLog2e;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        qv[h][e] = 0.f;
+    }
+  }
+  float m[kG], l[kG], acc[kG][8];
+#pragma unroll
+  for (int h = 0; h < kG; ++h) {
+    m[h] = nv::kNegInf;
+    l[h] = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      acc[h][e] = 0.f;
+  }
+
+  // The trip count is block-uniform, so every lane reaches every shuffle.
+  for (int64_t base = tBegin; base < tEnd; base += kUnits * kGqaUnroll) {
+    float kv[kGqaUnroll][8], vv[kGqaUnroll][8];
+    bool ok[kGqaUnroll];
+#pragma unroll
+    for (int u = 0; u < kGqaUnroll; ++u) {
+      const int64_t t = base + u * kUnits + unit;
+      ok[u] = t < tEnd;
+      if (ok[u]) {
+        const int64_t row = (int64_t(pages[t / P]) * P + t % P) * Hkv + hk;
+        nv::load8(kCache + row * D + d0, kv[u]);
+        nv::load8(vCache + row * D + d0, vv[u]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          kv[u][e] = vv[u][e] = 0.f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGqaUnroll; ++u) {
+#pragma unroll
+      for (int h = 0; h < kG; ++h) {
+        float s = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          s += qv[h][e] * kv[u][e];
+#pragma unroll
+        for (int off = kLpr / 2; off > 0; off /= 2)
+          s += __shfl_xor_sync(0xffffffffu, s, off);
+        if (!ok[u])
+          continue;
+        if (s > m[h]) {
+          const float c = nv::rescale2(m[h], s);
+          l[h] *= c;
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            acc[h][e] *= c;
+          m[h] = s;
+        }
+        const float pr = nv::fastExp2(s - m[h]);
+        l[h] += pr;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          acc[h][e] += pr * vv[u][e];
+      }
+    }
+  }
+
+  // Units of a warp: partners lane ^ off hold the same dims.
+#pragma unroll
+  for (int off = kLpr; off < 32; off *= 2) {
+#pragma unroll
+    for (int h = 0; h < kG; ++h) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, m[h], off);
+      const float l2 = __shfl_xor_sync(0xffffffffu, l[h], off);
+      const float mNew = fmaxf(m[h], m2);
+      const float a = nv::rescale2(m[h], mNew), c = nv::rescale2(m2, mNew);
+      l[h] = l[h] * a + l2 * c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float acc2 = __shfl_xor_sync(0xffffffffu, acc[h][e], off);
+        acc[h][e] = acc[h][e] * a + acc2 * c;
+      }
+      m[h] = mNew;
+    }
+  }
+
+  // Warps: [kWarps][kG][D] partial sums, then [kWarps][kG] m and l.
+  float *sPart = smem;
+  float *sM = sPart + kWarps * kG * D;
+  float *sL = sM + kWarps * kG;
+  if (lane < kLpr) {
+#pragma unroll
+    for (int h = 0; h < kG; ++h) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        sPart[(warp * kG + h) * D + d0 + e] = acc[h][e];
+      if (sub == 0) {
+        sM[warp * kG + h] = m[h];
+        sL[warp * kG + h] = l[h];
+      }
+    }
+  }
+  __syncthreads();
+  for (int64_t idx = threadIdx.x; idx < nh * D; idx += kThreads) {
+    const int64_t h = idx / D, d = idx % D;
+    float mx = nv::kNegInf;
+    for (int w = 0; w < kWarps; ++w)
+      mx = fmaxf(mx, sM[w * kG + h]);
+    float lsum = 0.f, o = 0.f;
+    for (int w = 0; w < kWarps; ++w) {
+      const float c = nv::rescale2(sM[w * kG + h], mx);
+      lsum += sL[w * kG + h] * c;
+      o += sPart[(w * kG + h) * D + d] * c;
+    }
+    const int64_t row = slotRow + h0 + h;
+    oPart[row * D + d] = lsum > 0.f ? o / lsum : 0.f;
+    if (d == 0)
+      lsePart[row] = lsum > 0.f ? (mx + log2f(lsum)) * nv::kLn2 : nv::kNegInf;
+  }
+  __syncthreads(); // shared memory is reused by the next pass
+}
+
+/// Plain path for any D, Dv: a warp per query head, accumulating in the
+/// head's own workspace row like the host body (each lane owns d = lane
+/// mod 32, so no lane reads another's accumulator).
+template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
+__device__ void gqaSplitGeneric(const TQ *q, const TK *kCache,
+                                const TV *vCache, const TInd *pages,
+                                float *oPart, float *lsePart, int64_t Hq,
+                                int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
+                                float smScale, int64_t b, int64_t hk,
+                                int64_t hBegin, int64_t hEnd, int64_t slotRow,
+                                int64_t tBegin, int64_t tEnd) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = laneId();
+  for (int64_t h = hBegin + warpId(); h < hEnd; h += kWarps) {
+    float *acc = oPart + (slotRow + h) * Dv;
+    const TQ *qh = q + (b * Hq + h) * D;
+    for (int64_t d = lane; d < Dv; d += 32)
+      acc[d] = 0.f;
+    float m = nv::kNegInf, l = 0.f;
+    for (int64_t t = tBegin; t < tEnd; ++t) {
+      const int64_t row = (int64_t(pages[t / P]) * P + t % P) * Hkv + hk;
+      float s = 0.f;
+      for (int64_t d = lane; d < D; d += 32)
+        s += nv::ldF(qh, d) * nv::ldF(kCache, row * D + d);
+      s = nv::warpSum(s) * smScale;
+      if (s > m) {
+        const float c = m == nv::kNegInf ? 0.f : expf(m - s);
+        l *= c;
+        for (int64_t d = lane; d < Dv; d += 32)
+          acc[d] *= c;
+        m = s;
+      }
+      const float pr = expf(s - m);
+      l += pr;
+      for (int64_t d = lane; d < Dv; d += 32)
+        acc[d] += pr * nv::ldF(vCache, row * Dv + d);
+    }
+    if (tEnd > tBegin) {
+      const float inv = 1.0f / l;
+      for (int64_t d = lane; d < Dv; d += 32)
+        acc[d] *= inv;
+    }
+    if (lane == 0)
+      lsePart[slotRow + h] = tEnd > tBegin ? m + logf(l) : nv::kNegInf;
+  }
+}
+
+template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
+          typename TInd>
+__device__ void gqaSplitFastGroup(const TQ *q, const TK *kCache,
+                                  const TV *vCache, const TInd *pages,
+                                  float *oPart, float *lsePart, int64_t Hq,
+                                  int64_t Hkv, int64_t D, int64_t P,
+                                  float smScale, int64_t b, int64_t hk,
+                                  int64_t h0, int64_t nh, int64_t slotRow,
+                                  int64_t tBegin, int64_t tEnd, float *smem) {
+  if (nh <= 4)
+    gqaSplitFast<kThreads, kLpr, 4>(q, kCache, vCache, pages, oPart, lsePart,
+                                    Hq, Hkv, D, P, smScale, b, hk, h0, nh,
+                                    slotRow, tBegin, tEnd, smem);
+  else
+    gqaSplitFast<kThreads, kLpr, 8>(q, kCache, vCache, pages, oPart, lsePart,
+                                    Hq, Hkv, D, P, smScale, b, hk, h0, nh,
+                                    slotRow, tBegin, tEnd, smem);
+}
+} // namespace detail
+
+/// Phase 0, task (b, hk, s): the Hq / Hkv query heads of KV head hk attend
+/// to tokens [s * len / S, (s + 1) * len / S) of request b. Requests
+/// b >= batch are skipped.
+template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
+          typename TInd, typename TLen>
+__device__ int32_t
+gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
+               const TPtr *kvIndptr, const TInd *kvIndices, const TLen *kvLens,
+               float *workspace, int64_t batch, int64_t maxBatch, int64_t Hq,
+               int64_t Hkv, int64_t D, int64_t Dv, int64_t P, int64_t S,
+               float smScale, int64_t b, int64_t hk, int64_t s, char *smem) {
+  if (b >= batch)
+    return nv::kBodyOk;
+  const int64_t len = int64_t(kvLens[b]);
+  const int64_t tBegin = s * len / S, tEnd = (s + 1) * len / S;
+  const int64_t group = Hq / Hkv;
+  const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
+  float *oPart = workspace;
+  float *lsePart = workspace + maxBatch * S * Hq * Dv;
+  const int64_t slotRow = (b * S + s) * Hq;
+  const bool fast = D == Dv && (D == 64 || D == 128 || D == 256) &&
+                    nv::isAligned16(q) && nv::isAligned16(kCache) &&
+                    nv::isAligned16(vCache) &&
+                    nv::dynamicSmemBytes() >= gqaSplitSmemBytes<kThreads>(D);
+  if (!fast) {
+    detail::gqaSplitGeneric<kThreads>(q, kCache, vCache, pages, oPart, lsePart,
+                                      Hq, Hkv, D, Dv, P, smScale, b, hk,
+                                      hk * group, (hk + 1) * group, slotRow,
+                                      tBegin, tEnd);
+    return nv::kBodyOk;
+  }
+  float *sm = reinterpret_cast<float *>(smem);
+  for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
+       h0 += detail::kGqaMaxGroup) {
+    const int64_t nh = imin(detail::kGqaMaxGroup, (hk + 1) * group - h0);
+    if (D == 64)
+      detail::gqaSplitFastGroup<kThreads, 8>(q, kCache, vCache, pages, oPart,
+                                             lsePart, Hq, Hkv, D, P, smScale,
+                                             b, hk, h0, nh, slotRow, tBegin,
+                                             tEnd, sm);
+    else if (D == 128)
+      detail::gqaSplitFastGroup<kThreads, 16>(q, kCache, vCache, pages, oPart,
+                                              lsePart, Hq, Hkv, D, P, smScale,
+                                              b, hk, h0, nh, slotRow, tBegin,
+                                              tEnd, sm);
+    else
+      detail::gqaSplitFastGroup<kThreads, 32>(q, kCache, vCache, pages, oPart,
+                                              lsePart, Hq, Hkv, D, P, smScale,
+                                              b, hk, h0, nh, slotRow, tBegin,
+                                              tEnd, sm);
+  }
+  return nv::kBodyOk;
+}
+
+/// Phase 1, task (b, hk): o[b, h] = sum_s w_s o_s / sum_s w_s with
+/// w_s = exp(lse_s - max lse) for the heads of group hk; o = 0 when every
+/// split is empty. Requests b >= batch are skipped.
+template <int kThreads, typename TO>
+__device__ int32_t gqaDecodeMerge(const float *workspace, TO *o, int64_t batch,
+                                  int64_t maxBatch, int64_t Hq, int64_t Hkv,
+                                  int64_t Dv, int64_t S, int64_t b, int64_t hk,
+                                  char *smem) {
+  if (b >= batch)
+    return nv::kBodyOk;
+  const int64_t group = Hq / Hkv;
+  const float *lsePart = workspace + maxBatch * S * Hq * Dv;
+  for (int64_t idx = threadIdx.x; idx < group * Dv; idx += kThreads) {
+    const int64_t h = hk * group + idx / Dv, d = idx % Dv;
+    float mx = nv::kNegInf;
+    for (int64_t s = 0; s < S; ++s)
+      mx = fmaxf(mx, lsePart[(b * S + s) * Hq + h]);
+    float out = 0.f;
+    if (mx != nv::kNegInf) {
+      float wsum = 0.f, acc = 0.f;
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t slotIdx = (b * S + s) * Hq + h;
+        const float ws = expf(lsePart[slotIdx] - mx);
+        wsum += ws;
+        acc += ws * workspace[slotIdx * Dv + d];
+      }
+      out = acc / wsum;
+    }
+    nv::stF(o, (b * Hq + h) * Dv + d, out);
+  }
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise: element range [e0, e1)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+template <int kThreads, typename TA, typename TB, typename TY, typename F>
+__device__ void elementwise2(const TA *a, const TB *b, TY *y, int64_t e0,
+                             int64_t e1, const F &f) {
+  int64_t vecEnd = e0;
+  if (e0 % 8 == 0 && nv::isAligned16(a) && nv::isAligned16(b) &&
+      nv::isAligned16(y)) {
+    vecEnd = e0 + (e1 - e0) / 8 * 8;
+    for (int64_t e = e0 + threadIdx.x * 8; e < vecEnd; e += kThreads * 8) {
+      float va[8], vb[8];
+      nv::load8(a + e, va);
+      nv::load8(b + e, vb);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        va[i] = f(va[i], vb[i]);
+      nv::store8(y + e, va);
+    }
+  }
+  for (int64_t e = vecEnd + threadIdx.x; e < e1; e += kThreads)
+    nv::stF(y, e, f(nv::ldF(a, e), nv::ldF(b, e)));
+}
+
+struct SiluMulOp {
+  __device__ float operator()(float g, float u) const {
+    return g / (1.0f + expf(-g)) * u;
+  }
+};
+struct AddOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+} // namespace detail
+
+/// y = silu(gate) * up. `y` may alias either input.
+template <int kThreads, typename TG, typename TU, typename TY>
+__device__ int32_t siluMul(const TG *gate, const TU *up, TY *y, int64_t e0,
+                           int64_t e1, char *smem) {
+  detail::elementwise2<kThreads>(gate, up, y, e0, e1, detail::SiluMulOp{});
+  return nv::kBodyOk;
+}
+
+/// y = a + b. `y` may alias either input.
+template <int kThreads, typename TA, typename TB, typename TY>
+__device__ int32_t add(const TA *a, const TB *b, TY *y, int64_t e0, int64_t e1,
+                       char *smem) {
+  detail::elementwise2<kThreads>(a, b, y, e0, e1, detail::AddOp{});
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// embedding / argmax: rows [b0, b1)
+//===----------------------------------------------------------------------===//
+
+/// y[b] = table[ids[b]]; an id outside [0, vocab) is not read: its row is
+/// zeroed and the body returns kBodyBadIndex after finishing the others.
+template <int kThreads, typename TT, typename TId, typename TY>
+__device__ int32_t embedding(const TT *table, const TId *ids, TY *y,
+                             int64_t vocab, int64_t D, int64_t b0, int64_t b1,
+                             char *smem) {
+  int32_t status = nv::kBodyOk;
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t id = int64_t(ids[b]);
+    if (id < 0 || id >= vocab) {
+      detail::fillRow<kThreads>(y + b * D, D, 0.f);
+      status = nv::kBodyBadIndex;
+      continue;
+    }
+    detail::copyRow<kThreads>(table + id * D, y + b * D, D);
+  }
+  return status;
+}
+
+template <int kThreads> constexpr int64_t argmaxSmemBytes() {
+  return kThreads / 32 * 12;
+}
+
+namespace detail {
+/// Is (va, ia) ahead of (vb, ib)? NaN beats numbers; then larger; ties go
+/// to the lower index: the host's "first NaN, else first maximum".
+__device__ __forceinline__ bool argBefore(float va, int64_t ia, float vb,
+                                          int64_t ib) {
+  const bool na = isnan(va), nb = isnan(vb);
+  if (na != nb)
+    return na;
+  if (!na && va != vb)
+    return va > vb;
+  return ia < ib;
+}
+} // namespace detail
+
+/// indices[b] = argmax_v x[b, v], one row at a time across the block.
+template <int kThreads, typename TX, typename TIdx>
+__device__ int32_t argmaxRows(const TX *x, TIdx *indices, int64_t V, int64_t b0,
+                              int64_t b1, char *smem) {
+  constexpr int kWarps = kThreads / 32;
+  float *sVal = reinterpret_cast<float *>(smem);
+  int64_t *sIdx = reinterpret_cast<int64_t *>(sVal + 2 * kWarps);
+  const int lane = detail::laneId(), warp = detail::warpId();
+  const bool vec = V % 8 == 0 && nv::isAligned16(x);
+  for (int64_t b = b0; b < b1; ++b) {
+    const TX *row = x + b * V;
+    // The sentinel loses to every element, -inf included (index order).
+    float best = nv::kNegInf;
+    int64_t bestIdx = INT64_MAX;
+    auto consider = [&](float v, int64_t i) {
+      if (detail::argBefore(v, i, best, bestIdx)) {
+        best = v;
+        bestIdx = i;
+      }
+    };
+    if (vec) {
+      for (int64_t i = threadIdx.x * 8; i < V; i += kThreads * 8) {
+        float v[8];
+        nv::load8(row + i, v);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          consider(v[e], i + e);
+      }
+    } else {
+      for (int64_t i = threadIdx.x; i < V; i += kThreads)
+        consider(nv::ldF(row, i), i);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+      float v = __shfl_xor_sync(0xffffffffu, best, off);
+      int64_t i = __shfl_xor_sync(0xffffffffu, bestIdx, off);
+      consider(v, i);
+    }
+    if (lane == 0) {
+      sVal[warp] = best;
+      sIdx[warp] = bestIdx;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kWarps; ++w)
+        consider(sVal[w], sIdx[w]);
+      indices[b] = TIdx(bestIdx);
+    }
+    __syncthreads(); // the scratch is reused by the next row
+  }
+  return nv::kBodyOk;
+}
+
+} // namespace sm90
+} // namespace loom
+
+#endif // LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH

@@ -1,0 +1,1088 @@
+//===- RuntimeCudaTest.cpp - The runtime's CUDA backend -------------------===//
+//
+// Three layers, so most of the backend is tested on machines without a GPU:
+//
+//  * Pure decisions (CudaChecks, CudaWatchdog): arch against compute
+//    capability, block shape and co-residency, the device-side timeout, the
+//    watchdog's reading of LoomWorkerStatus records and its reports.
+//  * The whole backend through the C API on a fake driver
+//    (RuntimeCudaFakeDriver.cpp, loaded through LOOM_CUDA_DRIVER): symbol
+//    loading, devices, memory, artifact checks, launches and their failures
+//    (deadlock, failed task, fault, a kernel that ignores the abort flag).
+//  * CudaGpu.*: the real driver and a real GPU (ctest label `gpu`). They skip,
+//    saying why, without a driver, a device, or LOOM_CUDA_TEST_ARTIFACT.
+//
+// Without a driver, creating a cuda device must fail by naming libcuda.so.1;
+// that is checked here too, and holds on any machine.
+//
+//===----------------------------------------------------------------------===//
+#include "loom/loomrt.h"
+#include "loom/loomrt.hpp"
+#include "runtime/cuda/CudaChecks.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/CudaWatchdog.h"
+#include "runtime/src/ProgramTable.h"
+#include "tests/unit/RuntimeCudaFake.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using namespace loom::rt;
+using namespace loom::rt::cuda;
+using Clock = std::chrono::steady_clock;
+
+#define EXPECT_ERROR(call, code, message)                                      \
+  do {                                                                         \
+    EXPECT_EQ((call), (code)) << loomrt_last_error();                          \
+    EXPECT_EQ(std::string(loomrt_last_error()), std::string(message));         \
+  } while (false)
+
+#define EXPECT_ERROR_HAS(call, code, part)                                     \
+  do {                                                                         \
+    EXPECT_EQ((call), (code)) << loomrt_last_error();                          \
+    EXPECT_NE(std::string(loomrt_last_error()).find(part), std::string::npos)  \
+        << "message: " << loomrt_last_error() << "\nwanted: " << (part);      \
+  } while (false)
+
+/// A test library: where the build put it, else beside this executable (the
+/// tests are copied to a GPU machine as a directory).
+std::string testFile(const char *built) {
+  if (::access(built, R_OK) == 0)
+    return built;
+  char self[4096] = {};
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : ".";
+  dir = dir.substr(0, dir.rfind('/'));
+  std::string name = built;
+  return dir + "/" + name.substr(name.rfind('/') + 1);
+}
+
+/// Sets (or, with null, unsets) an environment variable for a scope.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    if (const char *old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    had_ ? ::setenv(name_.c_str(), old_.c_str(), 1) : ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+CudaDeviceInfo deviceInfo(int major, int minor, int sms = 132) {
+  CudaDeviceInfo info;
+  info.ordinal = 0;
+  info.name = major == 9 ? "NVIDIA H200" : "NVIDIA B200";
+  info.ccMajor = major;
+  info.ccMinor = minor;
+  info.smCount = sms;
+  info.cooperativeLaunch = true;
+  info.maxThreadsPerBlock = 1024;
+  info.maxSmemPerBlockOptin = 232448;
+  info.clockKHz = 1980000;
+  return info;
+}
+
+std::string message(const Status &s) { return s.message(); }
+
+//===----------------------------------------------------------------------===//
+// Architecture, block shape, co-residency
+//===----------------------------------------------------------------------===//
+
+TEST(CudaChecks, ArchMustRunOnTheDevice) {
+  const CudaDeviceInfo h200 = deviceInfo(9, 0), b200 = deviceInfo(10, 0);
+  EXPECT_TRUE(checkArch("a.so", "sm_90a", CodeKind::Cubin, h200).ok());
+  EXPECT_TRUE(checkArch("a.so", "sm_90", CodeKind::Cubin, h200).ok());
+  EXPECT_TRUE(checkArch("a.so", "sm_100a", CodeKind::Cubin, b200).ok());
+  EXPECT_TRUE(checkArch("a.so", "sm_100f", CodeKind::Cubin, deviceInfo(10, 3))
+                  .ok());
+  EXPECT_TRUE(checkArch("a.so", "sm_80", CodeKind::Ptx, h200).ok());
+
+  Status s = checkArch("mla.so", "sm_100a", CodeKind::Cubin, h200);
+  EXPECT_EQ(s.code(), LOOMRT_ERROR_LOAD_FAILED);
+  EXPECT_EQ(message(s),
+            "cannot run 'mla.so' on cuda device 0 (NVIDIA H200, compute "
+            "capability 9.0, 132 SMs): it is built for sm_100a, which runs "
+            "only on compute capability 10.0; the device is sm_90 (rebuild "
+            "the artifact for it)");
+  EXPECT_EQ(message(checkArch("mla.so", "sm_90a", CodeKind::Cubin, b200)),
+            "cannot run 'mla.so' on cuda device 0 (NVIDIA B200, compute "
+            "capability 10.0, 132 SMs): it is built for sm_90a, which runs "
+            "only on compute capability 9.0; the device is sm_100 (rebuild "
+            "the artifact for it)");
+  // SASS does not cross major versions; PTX does, unless arch-specific.
+  EXPECT_FALSE(checkArch("a.so", "sm_80", CodeKind::Cubin, h200).ok());
+  EXPECT_FALSE(checkArch("a.so", "sm_90a", CodeKind::Ptx, b200).ok());
+  EXPECT_FALSE(checkArch("a.so", "sm_103a", CodeKind::Cubin, b200).ok());
+  EXPECT_EQ(message(checkArch("a.so", "sm_100f", CodeKind::Cubin, h200)),
+            "cannot run 'a.so' on cuda device 0 (NVIDIA H200, compute "
+            "capability 9.0, 132 SMs): it is built for sm_100f, which runs "
+            "on compute capability 10.x, x >= 0; the device is sm_90 "
+            "(rebuild the artifact for it)");
+
+  EXPECT_EQ(message(checkArch("a.so", "gfx950", CodeKind::Unknown, h200)),
+            "cannot run 'a.so' on cuda device 0 (NVIDIA H200, compute "
+            "capability 9.0, 132 SMs): it is built for 'gfx950', not a CUDA "
+            "architecture (sm_XY, sm_XYa, sm_XYf)");
+  for (const char *bad : {"sm_9", "sm_90x", "sm_90aa", "compute_90", "sm_"})
+    EXPECT_FALSE(checkArch("a.so", bad, CodeKind::Cubin, h200).ok()) << bad;
+  EXPECT_FALSE(checkArch("a.so", nullptr, CodeKind::Cubin, h200).ok());
+}
+
+TEST(CudaChecks, CodeKinds) {
+  const unsigned char elf[] = {0x7f, 'E', 'L', 'F', 2};
+  const unsigned char fatbin[] = {0x50, 0xED, 0x55, 0xBA, 1};
+  const char ptx[] = "//\n// Generated by NVIDIA NVVM Compiler\n.version 8.8";
+  EXPECT_EQ(classifyCode(elf, sizeof(elf)), CodeKind::Cubin);
+  EXPECT_EQ(classifyCode(fatbin, sizeof(fatbin)), CodeKind::Fatbin);
+  EXPECT_EQ(classifyCode(ptx, sizeof(ptx)), CodeKind::Ptx);
+  EXPECT_EQ(classifyCode("MZ\x90\x00", 4), CodeKind::Unknown);
+  EXPECT_EQ(classifyCode(elf, 2), CodeKind::Unknown);
+  EXPECT_EQ(classifyCode(nullptr, 0), CodeKind::Unknown);
+}
+
+TEST(CudaChecks, BlockShape) {
+  const CudaDeviceInfo h200 = deviceInfo(9, 0);
+  EXPECT_TRUE(checkBlockShape("p", {132, 1024, 232448}, h200).ok());
+  Status s = checkBlockShape("p", {132, 2048, 0}, h200);
+  EXPECT_EQ(s.code(), LOOMRT_ERROR_RESOURCES);
+  EXPECT_EQ(message(s), "program 'p' wants 2048 threads per worker block; cuda "
+                        "device 0 (NVIDIA H200, compute capability 9.0, 132 "
+                        "SMs) allows 1 to 1024");
+  EXPECT_EQ(message(checkBlockShape("p", {132, 256, 232449}, h200)),
+            "program 'p' wants 232449 bytes of dynamic shared memory per "
+            "worker block; cuda device 0 (NVIDIA H200, compute capability "
+            "9.0, 132 SMs) allows at most 232448");
+}
+
+TEST(CudaChecks, AllWorkersMustBeResident) {
+  const CudaDeviceInfo h200 = deviceInfo(9, 0);
+  EXPECT_TRUE(checkCoResidency("mla", {132, 256, 200000}, 1, 96, h200).ok());
+  EXPECT_TRUE(checkCoResidency("mla", {264, 256, 0}, 2, -1, h200).ok());
+  Status s = checkCoResidency("mla", {133, 256, 200000}, 1, 96, h200);
+  EXPECT_EQ(s.code(), LOOMRT_ERROR_RESOURCES);
+  EXPECT_EQ(message(s),
+            "program 'mla' needs 133 co-resident worker blocks (256 threads "
+            "and 200000 bytes of dynamic shared memory each (96 registers "
+            "per thread)), but cuda device 0 (NVIDIA H200, compute capability "
+            "9.0, 132 SMs) holds only 1 per SM x 132 SMs = 132 at once; a "
+            "persistent kernel with blocks waiting to start deadlocks, so it "
+            "is not launched (schedule it for at most 132 workers, or use "
+            "fewer threads or less shared memory)");
+  // A block that does not fit at all.
+  EXPECT_NE(message(checkCoResidency("mla", {1, 1024, 0}, 0, -1, h200))
+                .find("holds only 0 per SM x 132 SMs = 0 at once"),
+            std::string::npos);
+}
+
+TEST(CudaChecks, DeviceTimeoutIsTwiceTheWatchdog) {
+  EXPECT_EQ(timeoutCycles(10000, 1980000), 2ull * 10000 * 1980000);
+  EXPECT_EQ(timeoutCycles(100, 1000000), 200000000ull);
+  // Unknown clock: a fast one, so the backstop is late rather than early.
+  EXPECT_EQ(timeoutCycles(1, 0), 2ull * 4000000);
+  EXPECT_EQ(timeoutCycles(UINT32_MAX, INT32_MAX),
+            2ull * UINT32_MAX * INT32_MAX);
+}
+
+//===----------------------------------------------------------------------===//
+// The watchdog's view of LoomWorkerStatus
+//===----------------------------------------------------------------------===//
+
+int32_t noBody(int32_t, const LoomBinding *, void *) { return 0; }
+
+/// Tasks 0..3 ("t#0[0]".. ), events 0..1, 4 workers, one task each.
+std::shared_ptr<const ProgramTable> smallTable(int32_t workers = 4) {
+  static const int32_t waitBegin[] = {0, 0, 1, 2, 2};
+  static const int32_t waits[] = {0, 1};
+  static const int32_t triggerBegin[] = {0, 1, 2, 2, 2};
+  static const int32_t triggers[] = {0, 1};
+  static const int32_t needs[] = {1, 1};
+  static const char *const names[] = {"t#0[0]", "t#1[0]", "t#2[0]", "t#3[0]"};
+  static std::vector<int32_t> begin, tasks;
+  begin.clear();
+  tasks = {0, 1, 2, 3};
+  for (int32_t w = 0; w <= workers; ++w)
+    begin.push_back(std::min(w, 4));
+  begin.back() = 4;
+  LoomProgramDesc d{};
+  d.abi_version = LOOM_PROGRAM_ABI_VERSION;
+  d.name = "small";
+  d.target = "sm_90a";
+  d.num_workers = workers;
+  d.num_tasks = 4;
+  d.num_events = 2;
+  d.worker_begin = begin.data();
+  d.worker_tasks = tasks.data();
+  d.task_wait_begin = waitBegin;
+  d.wait_events = waits;
+  d.task_trigger_begin = triggerBegin;
+  d.trigger_events = triggers;
+  d.event_needs = needs;
+  d.task_names = names;
+  d.run_task = noBody;
+  std::shared_ptr<const ProgramTable> table;
+  Status s = ProgramTable::create(d, "test", 0, &table);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return table;
+}
+
+LoomWorkerStatus record(int32_t task, int32_t event, uint64_t seen = 0,
+                        uint64_t needed = 0, int32_t error = 0) {
+  return LoomWorkerStatus{task, event, seen, needed, error, 0};
+}
+
+TEST(CudaWatchdog, ReportNamesWhatEachWorkerWaitsFor) {
+  auto table = smallTable();
+  std::vector<LoomWorkerStatus> status = {
+      record(1, 0, 6, 7), record(2, -1), record(kStatusDone, -1),
+      record(kStatusNotStarted, -1)};
+  EXPECT_EQ(describeStall(*table, status, 7, 200),
+            "program 'small' launch 7 stopped by the watchdog: no worker's "
+            "status changed for 200 ms\n"
+            "  worker 0: task 't#1[0]' (id 1) waits for event 0: count 6, "
+            "needs 7\n"
+            "  worker 1: running task 't#2[0]' (id 2)\n"
+            "  (1 other worker finished its tasks)\n"
+            "  (1 worker had not started)");
+  // Ids the kernel wrote are not trusted to index the table.
+  status = {record(9, 0, 0, 1), record(1, 5, 0, 1), record(-7, -1),
+            record(kStatusDone, -1)};
+  EXPECT_EQ(describeWorkers(*table, status),
+            "\n  worker 0: task id 9 (not a task of this program) waits for "
+            "event 0: count 0, needs 1"
+            "\n  worker 1: task 't#1[0]' (id 1) waits for event id 5 (not an "
+            "event of this program): count 0, needs 1"
+            "\n  worker 2: running task id -7 (not a task of this program)"
+            "\n  (1 other worker finished its tasks)");
+}
+
+TEST(CudaWatchdog, ReportIsBounded) {
+  auto table = smallTable(20);
+  std::vector<LoomWorkerStatus> status(20, record(1, 0, 0, 1));
+  std::string report = describeWorkers(*table, status);
+  EXPECT_NE(report.find("worker 15: "), std::string::npos);
+  EXPECT_EQ(report.find("worker 16: "), std::string::npos);
+  EXPECT_NE(report.find("\n  ... and 4 more workers waiting or running"),
+            std::string::npos);
+}
+
+TEST(CudaWatchdog, FailuresAndCompletion) {
+  auto table = smallTable();
+  std::vector<LoomWorkerStatus> done(4, record(kStatusDone, -1));
+  EXPECT_TRUE(allWorkersDone(done));
+  EXPECT_FALSE(anyTaskFailed(done));
+  EXPECT_EQ(describeFailures(*table, done, 1), "");
+
+  std::vector<LoomWorkerStatus> failed = done;
+  failed[2] = record(3, -1, 0, 0, 42);
+  failed[3] = record(2, -1, 0, 0, -1);
+  EXPECT_FALSE(allWorkersDone(failed));
+  EXPECT_TRUE(anyTaskFailed(failed));
+  EXPECT_EQ(describeFailures(*table, failed, 5),
+            "program 'small' launch 5: task 't#3[0]' (id 3) on worker 2 "
+            "failed with code 42\n"
+            "program 'small' launch 5: task 't#2[0]' (id 2) on worker 3 "
+            "failed with code -1");
+  EXPECT_EQ(describeWorkers(*table, failed),
+            "\n  worker 2: task 't#3[0]' (id 3) failed with code 42"
+            "\n  worker 3: task 't#2[0]' (id 2) failed with code -1"
+            "\n  (2 other workers finished their tasks)");
+
+  std::vector<LoomWorkerStatus> unfinished = done;
+  unfinished[1] = record(2, 1, 0, 3);
+  EXPECT_FALSE(allWorkersDone(unfinished));
+  EXPECT_EQ(describeDeviceTimeout(*table, unfinished, 3, 1000),
+            "program 'small' launch 3 ended with 1 worker unfinished: a wait "
+            "gave up after timeout_cycles (1000 cycles)\n"
+            "  worker 1: task 't#2[0]' (id 2) waits for event 1: count 0, "
+            "needs 3\n"
+            "  (3 other workers finished their tasks)");
+}
+
+TEST(CudaWatchdog, ResetAndSnapshot) {
+  std::vector<LoomWorkerStatus> live(3, record(5, 6, 7, 8, 9));
+  resetStatus(live.data(), 3);
+  std::vector<LoomWorkerStatus> copy;
+  snapshotStatus(live.data(), 3, &copy);
+  ASSERT_EQ(copy.size(), 3u);
+  for (const LoomWorkerStatus &s : copy) {
+    EXPECT_EQ(s.task, kStatusNotStarted);
+    EXPECT_EQ(s.event, -1);
+    EXPECT_EQ(s.seen, 0u);
+    EXPECT_EQ(s.needed, 0u);
+    EXPECT_EQ(s.error, 0);
+  }
+  live[1] = record(2, 1, 3, 4);
+  snapshotStatus(live.data(), 3, &copy);
+  EXPECT_EQ(copy[1].task, 2);
+  EXPECT_EQ(copy[1].seen, 3u);
+}
+
+TEST(CudaWatchdog, StallMeansNoRecordChangedForTheTimeout) {
+  StallDetector detector;
+  Clock::time_point t0 = Clock::now();
+  std::vector<LoomWorkerStatus> a(2, record(1, 0, 0, 1));
+  detector.arm(100, a, t0);
+  EXPECT_FALSE(detector.stalled(a, t0 + std::chrono::milliseconds(99)));
+  EXPECT_TRUE(detector.stalled(a, t0 + std::chrono::milliseconds(100)));
+  // Any change (here a count moving) is progress and restarts the clock.
+  std::vector<LoomWorkerStatus> b = a;
+  b[1].seen = 1;
+  EXPECT_FALSE(detector.stalled(b, t0 + std::chrono::milliseconds(150)));
+  EXPECT_FALSE(detector.stalled(b, t0 + std::chrono::milliseconds(249)));
+  EXPECT_TRUE(detector.stalled(b, t0 + std::chrono::milliseconds(250)));
+}
+
+//===----------------------------------------------------------------------===//
+// Driver loading and error text
+//===----------------------------------------------------------------------===//
+
+CUresult fakeName(CUresult r, const char **out) {
+  if (r != 700)
+    return 1;
+  *out = "CUDA_ERROR_ILLEGAL_ADDRESS";
+  return 0;
+}
+CUresult fakeString(CUresult r, const char **out) {
+  if (r != 700)
+    return 1;
+  *out = "an illegal memory access was encountered";
+  return 0;
+}
+
+TEST(CudaDriver, ErrorText) {
+  CudaDriver driver;
+  driver.cuGetErrorName = fakeName;
+  driver.cuGetErrorString = fakeString;
+  EXPECT_EQ(cudaErrorText(driver, 700),
+            "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was "
+            "encountered)");
+  EXPECT_EQ(cudaErrorText(driver, 12345), "CUDA error 12345");
+  EXPECT_TRUE(isStickyCudaError(CUDA_ERROR_ILLEGAL_ADDRESS));
+  EXPECT_TRUE(isStickyCudaError(CUDA_ERROR_LAUNCH_FAILED));
+  EXPECT_FALSE(isStickyCudaError(CUDA_ERROR_OUT_OF_MEMORY));
+  EXPECT_FALSE(isStickyCudaError(CUDA_ERROR_NOT_READY));
+}
+
+TEST(CudaDriver, WithoutADriverTheErrorNamesLibcuda) {
+  // On a GPU machine the driver loads; everywhere else the error must say
+  // which library is missing.
+  ScopedEnv env(kCudaDriverEnv, nullptr);
+  int count = -1;
+  loomrt_status s = loomrt_device_count("cuda", &count);
+  if (s == LOOMRT_SUCCESS) {
+    EXPECT_GE(count, 0);
+    return;
+  }
+  EXPECT_EQ(s, LOOMRT_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_EQ(count, 0);
+  std::string text = loomrt_last_error();
+  EXPECT_EQ(text.rfind("cuda: cannot load libcuda.so.1 (libcuda.so.1: ", 0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("cannot open shared object file"), std::string::npos)
+      << text;
+  // Every fallback path is named with its own reason.
+  EXPECT_NE(text.find("; /usr/lib64/libcuda.so.1: "), std::string::npos)
+      << text;
+
+  loomrt_device *device = nullptr;
+  EXPECT_ERROR(loomrt_device_create("cuda", 0, &device),
+               LOOMRT_ERROR_BACKEND_UNAVAILABLE, text);
+  EXPECT_EQ(device, nullptr);
+  // So nothing can be loaded on it, and the load says so cleanly.
+  loomrt_program *program = nullptr;
+  EXPECT_ERROR(loomrt_program_load(device, "mla.cuda.so", 0, &program),
+               LOOMRT_ERROR_INVALID_ARGUMENT,
+               "loomrt_program_load: device is null");
+  EXPECT_EQ(program, nullptr);
+}
+
+TEST(CudaDriver, OverrideThatDoesNotExist) {
+  ScopedEnv env(kCudaDriverEnv, "/nonexistent/libcuda.so.1");
+  int count = -1;
+  EXPECT_ERROR(loomrt_device_count("cuda", &count),
+               LOOMRT_ERROR_BACKEND_UNAVAILABLE,
+               "cuda: cannot load /nonexistent/libcuda.so.1 (from "
+               "LOOM_CUDA_DRIVER) (/nonexistent/libcuda.so.1: cannot open "
+               "shared object file: No such file or directory)");
+  EXPECT_EQ(count, 0);
+}
+
+TEST(CudaDriver, MissingRequiredSymbol) {
+  const std::string old = testFile(LOOM_FAKE_CUDA_DRIVER_OLD);
+  ScopedEnv env(kCudaDriverEnv, old.c_str());
+  int count = -1;
+  EXPECT_ERROR(loomrt_device_count("cuda", &count),
+               LOOMRT_ERROR_BACKEND_UNAVAILABLE,
+               "cuda: " + old +
+                   " lacks the required symbol 'cuLaunchCooperativeKernel'; "
+                   "the NVIDIA driver is too old or this is not libcuda");
+  // Not a driver at all: the first symbol of the table is missing.
+  const std::string artifact = testFile(LOOM_FAKE_CUDA_ARTIFACT);
+  ScopedEnv env2(kCudaDriverEnv, artifact.c_str());
+  EXPECT_ERROR(loomrt_device_count("cuda", &count),
+               LOOMRT_ERROR_BACKEND_UNAVAILABLE,
+               "cuda: " + artifact +
+                   " lacks the required symbol 'cuGetErrorName'; the NVIDIA "
+                   "driver is too old or this is not libcuda");
+}
+
+//===----------------------------------------------------------------------===//
+// The backend on the fake driver
+//===----------------------------------------------------------------------===//
+
+class FakeCuda : public ::testing::Test {
+protected:
+  void SetUp() override {
+    driverPath_ = testFile(LOOM_FAKE_CUDA_DRIVER);
+    artifact_ = testFile(LOOM_FAKE_CUDA_ARTIFACT);
+    env_.push_back(
+        std::make_unique<ScopedEnv>(kCudaDriverEnv, driverPath_.c_str()));
+    env_.push_back(std::make_unique<ScopedEnv>(LOOM_FAKE_ARTIFACT_ENV, nullptr));
+    env_.push_back(std::make_unique<ScopedEnv>("LOOM_WATCHDOG_MS", nullptr));
+    // The same handle the runtime gets: one fake GPU, shared state.
+    handle_ = ::dlopen(driverPath_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << ::dlerror();
+    configure_ = reinterpret_cast<LoomFakeCudaConfigureFn>(
+        ::dlsym(handle_, LOOM_FAKE_CUDA_CONFIGURE));
+    stats_ = reinterpret_cast<LoomFakeCudaStatsFn>(
+        ::dlsym(handle_, LOOM_FAKE_CUDA_STATS));
+    ASSERT_TRUE(configure_ && stats_);
+    configure(defaults());
+    before_ = stats();
+  }
+  void TearDown() override {
+    if (handle_)
+      ::dlclose(handle_);
+  }
+
+  static LoomFakeCudaConfig defaults() {
+    // One 4-SM device of compute capability 9.0, two blocks per SM.
+    return LoomFakeCudaConfig{0, 1, 4, 9, 0, 2, 1, 1, 232448};
+  }
+  void configure(const LoomFakeCudaConfig &config) { configure_(&config); }
+  LoomFakeCudaStats stats() const {
+    LoomFakeCudaStats s{};
+    stats_(&s);
+    return s;
+  }
+  /// Nothing the backend allocated is left (against the start of the test).
+  void expectNoLeaks() const {
+    LoomFakeCudaStats now = stats();
+    EXPECT_EQ(now.live_device_allocs, before_.live_device_allocs);
+    EXPECT_EQ(now.live_host_allocs, before_.live_host_allocs);
+    EXPECT_EQ(now.live_modules, before_.live_modules);
+    EXPECT_EQ(now.live_streams, before_.live_streams);
+    EXPECT_EQ(now.live_events, before_.live_events);
+    EXPECT_EQ(now.primary_retains, before_.primary_retains);
+    EXPECT_EQ(now.calls_without_context, 0);
+  }
+
+  /// Loads variant `variant` of the fake artifact on `device`.
+  loomrt_status load(loomrt_device *device, const char *variant,
+                     loomrt_program **program) {
+    ScopedEnv v(LOOM_FAKE_ARTIFACT_ENV, variant);
+    return loomrt_program_load(device, artifact_.c_str(), 0, program);
+  }
+
+  std::string driverPath_, artifact_;
+  std::vector<std::unique_ptr<ScopedEnv>> env_;
+  void *handle_ = nullptr;
+  LoomFakeCudaConfigureFn configure_ = nullptr;
+  LoomFakeCudaStatsFn stats_ = nullptr;
+  LoomFakeCudaStats before_{};
+  const std::string device0_ =
+      "cuda device 0 (Fake GPU 0, compute capability 9.0, 4 SMs)";
+};
+
+TEST_F(FakeCuda, Devices) {
+  int count = -1;
+  ASSERT_EQ(loomrt_device_count("cuda", &count), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  EXPECT_EQ(count, 1);
+  {
+    loomrt::Device device("cuda", 0);
+    EXPECT_STREQ(device.kind(), "cuda");
+    EXPECT_EQ(std::string(device.describe()), device0_);
+  }
+  loomrt_device *device = nullptr;
+  EXPECT_ERROR(loomrt_device_create("cuda", 1, &device),
+               LOOMRT_ERROR_UNKNOWN_DEVICE,
+               "cuda device ordinal 1 out of range: there is 1 (0 to 0)");
+  EXPECT_ERROR(loomrt_device_create("cuda", -1, &device),
+               LOOMRT_ERROR_UNKNOWN_DEVICE,
+               "cuda device ordinal -1 out of range: there is 1 (0 to 0)");
+
+  LoomFakeCudaConfig none = defaults();
+  none.devices = 0;
+  configure(none);
+  ASSERT_EQ(loomrt_device_count("cuda", &count), LOOMRT_SUCCESS);
+  EXPECT_EQ(count, 0);
+  EXPECT_ERROR(loomrt_device_create("cuda", 0, &device),
+               LOOMRT_ERROR_UNKNOWN_DEVICE,
+               "cuda device ordinal 0 out of range: the driver sees no cuda "
+               "devices");
+  // What a driver without a GPU says at cuInit: no devices, not an error.
+  LoomFakeCudaConfig noGpu = defaults();
+  noGpu.init_result = CUDA_ERROR_NO_DEVICE;
+  configure(noGpu);
+  count = -1;
+  ASSERT_EQ(loomrt_device_count("cuda", &count), LOOMRT_SUCCESS);
+  EXPECT_EQ(count, 0);
+  LoomFakeCudaConfig broken = defaults();
+  broken.init_result = 999;
+  configure(broken);
+  EXPECT_ERROR(loomrt_device_count("cuda", &count),
+               LOOMRT_ERROR_BACKEND_UNAVAILABLE,
+               "cuda: cuInit failed (" + driverPath_ +
+                   ", driver version 13000): CUDA error 999");
+  EXPECT_EQ(device, nullptr);
+  expectNoLeaks();
+}
+
+TEST_F(FakeCuda, Memory) {
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt::Memory a = device.alloc(100), b = device.alloc(100);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.get()) % 256, 0u);
+    std::vector<unsigned char> host(100, 0x11), back(100, 0);
+    device.copy(a.get(), host.data(), 100, LOOMRT_COPY_HOST_TO_DEVICE);
+    device.fill(a.get(), 0x5A, 50);
+    device.copy(b.get(), a.get(), 100, LOOMRT_COPY_DEVICE_TO_DEVICE);
+    device.copy(back.data(), b.get(), 100, LOOMRT_COPY_DEVICE_TO_HOST);
+    EXPECT_EQ(back[0], 0x5A);
+    EXPECT_EQ(back[49], 0x5A);
+    EXPECT_EQ(back[50], 0x11);
+    std::fill(back.begin(), back.end(), 0);
+    device.copy(back.data(), a.get(), 100); // direction inferred
+    EXPECT_EQ(back[99], 0x11);
+    device.copy(back.data(), host.data(), 1, LOOMRT_COPY_HOST_TO_HOST);
+
+    // The direction is checked, not guessed.
+    int64_t local = 0;
+    EXPECT_ERROR_HAS(loomrt_memcpy_kind(device.get(), &local, host.data(), 8,
+                                        LOOMRT_COPY_HOST_TO_DEVICE),
+                     LOOMRT_ERROR_INVALID_ARGUMENT,
+                     device0_ + ": cannot copy 8 bytes from ");
+    EXPECT_ERROR_HAS(loomrt_memcpy_kind(device.get(), &local, host.data(), 8,
+                                        LOOMRT_COPY_HOST_TO_DEVICE),
+                     LOOMRT_ERROR_INVALID_ARGUMENT,
+                     " (host to device): CUDA_ERROR_INVALID_VALUE (invalid "
+                     "argument)");
+    EXPECT_ERROR(loomrt_memcpy_kind(device.get(), a.get(), host.data(), 8,
+                                    static_cast<loomrt_copy_kind>(7)),
+                 LOOMRT_ERROR_INVALID_ARGUMENT,
+                 "loomrt_memcpy_kind: kind 7 is not a loomrt_copy_kind (0 to "
+                 "4)");
+    EXPECT_ERROR_HAS(loomrt_memset(device.get(), &local, 0, 8),
+                     LOOMRT_ERROR_INVALID_ARGUMENT, "(device memory only)");
+    EXPECT_ERROR_HAS(loomrt_free(device.get(), &local),
+                     LOOMRT_ERROR_INVALID_ARGUMENT,
+                     "was not allocated by this device (or was freed)");
+
+    // Any thread may make memory calls: the backend makes its context
+    // current on each.
+    std::thread([&] {
+      loomrt::Memory c = device.alloc(64);
+      device.fill(c.get(), 1, 64);
+    }).join();
+    EXPECT_EQ(stats().calls_without_context, 0);
+
+    // Leftovers are freed with the device.
+    void *leftover = nullptr;
+    ASSERT_EQ(loomrt_malloc(device.get(), 10, &leftover), LOOMRT_SUCCESS);
+    a.reset();
+    b.reset();
+  }
+  expectNoLeaks();
+}
+
+/// Allocates and binds x (i64[7]), poisoned.
+struct Chain {
+  Chain(loomrt_device *device, loomrt_program *program) : device(device) {
+    EXPECT_EQ(loomrt_malloc(device, 7 * sizeof(int64_t), &x), LOOMRT_SUCCESS);
+    EXPECT_EQ(loomrt_memset(device, x, 0xFF, 7 * sizeof(int64_t)),
+              LOOMRT_SUCCESS);
+    EXPECT_EQ(loomrt_program_bind_by_name(program, "x", x, nullptr, 0),
+              LOOMRT_SUCCESS)
+        << loomrt_last_error();
+  }
+  ~Chain() { (void)loomrt_free(device, x); }
+  std::vector<int64_t> read() const {
+    std::vector<int64_t> out(7);
+    EXPECT_EQ(loomrt_memcpy_kind(device, out.data(), x, 7 * sizeof(int64_t),
+                                 LOOMRT_COPY_DEVICE_TO_HOST),
+              LOOMRT_SUCCESS);
+    return out;
+  }
+  loomrt_device *device;
+  void *x = nullptr;
+};
+
+TEST_F(FakeCuda, RunsAChainOverSeveralLaunches) {
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt_program *raw = nullptr;
+    ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    loomrt::Program program(raw);
+    Chain chain(device.get(), raw);
+    for (uint64_t epoch = 1; epoch <= 3; ++epoch) {
+      program.run();
+      std::vector<int64_t> x = chain.read();
+      for (int64_t i = 0; i < 7; ++i)
+        EXPECT_EQ(x[i], 100 * static_cast<int64_t>(epoch) + i + 1)
+            << "launch " << epoch << ", x[" << i << "]";
+      for (int32_t e = 0; e < 7; ++e)
+        EXPECT_EQ(program.eventCount(e), epoch); // never reset
+    }
+    EXPECT_EQ(program.epoch(), 3u);
+    EXPECT_GT(program.lastLaunchNs(), 0u);
+    LoomFakeCudaStats s = stats();
+    EXPECT_EQ(s.launches, 3);
+    EXPECT_EQ(s.last_grid, 3u);
+    EXPECT_EQ(s.last_block, 128u);
+    EXPECT_EQ(s.last_smem, 0u);
+    EXPECT_EQ(s.last_epoch, 3u);
+    // Twice the default watchdog at the fake's 1 GHz clock.
+    EXPECT_EQ(s.last_timeout_cycles, 2ull * LOOMRT_DEFAULT_WATCHDOG_MS * 1000000);
+    EXPECT_EQ(s.max_dynamic_smem_attribute, 0); // 48 KiB needs no opt-in
+
+    // Another thread may drive the program (one at a time).
+    std::thread([&] { program.run(); }).join();
+    EXPECT_EQ(chain.read()[6], 407);
+    EXPECT_EQ(stats().calls_without_context, 0);
+
+    const LoomProgramDesc &desc = program.desc();
+    EXPECT_STREQ(desc.name, "chain");
+    EXPECT_EQ(program.workspaceBytes(), 1024);
+  }
+  expectNoLeaks();
+}
+
+TEST_F(FakeCuda, LaunchWithoutSynchronizeWaitsForThePrevious) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  for (int i = 0; i < 5; ++i)
+    program.launch();
+  program.synchronize();
+  EXPECT_EQ(chain.read()[6], 507);
+  EXPECT_EQ(program.eventCount(6), 5u);
+}
+
+TEST_F(FakeCuda, LargeSharedMemoryIsOptedInto) {
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt_program *raw = nullptr;
+    ASSERT_EQ(load(device.get(), "bigsmem", &raw), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    loomrt::Program program(raw);
+    Chain chain(device.get(), raw);
+    program.run();
+    EXPECT_EQ(stats().max_dynamic_smem_attribute, 100 * 1024);
+    EXPECT_EQ(stats().last_smem, 100u * 1024);
+  }
+  LoomFakeCudaConfig small = defaults();
+  small.max_smem_optin = 64 * 1024;
+  configure(small);
+  loomrt::Device device("cuda", 0);
+  loomrt_program *program = nullptr;
+  EXPECT_ERROR(load(device.get(), "bigsmem", &program),
+               LOOMRT_ERROR_RESOURCES,
+               "program 'chain' wants 102400 bytes of dynamic shared memory "
+               "per worker block; " +
+                   device0_ + " allows at most 65536");
+}
+
+TEST_F(FakeCuda, DeadlockIsReportedByTheWatchdog) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "deadlock", &raw), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  program.setWatchdogMs(100);
+  Clock::time_point start = Clock::now();
+  ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
+  EXPECT_ERROR(loomrt_synchronize(raw), LOOMRT_ERROR_TIMEOUT,
+               "program 'deadlock' launch 1 stopped by the watchdog: no "
+               "worker's status changed for 100 ms\n"
+               "  worker 0: task 'a#0[0]' (id 0) waits for event 1: count 0, "
+               "needs 1\n"
+               "  worker 1: task 'b#1[0]' (id 1) waits for event 0: count 0, "
+               "needs 1");
+  auto took = Clock::now() - start;
+  EXPECT_GE(took, std::chrono::milliseconds(100));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_ERROR_HAS(loomrt_launch(raw), LOOMRT_ERROR_PROGRAM_FAILED,
+                   "program 'deadlock' cannot launch after launch 1 failed; "
+                   "load it again. That failure: program 'deadlock' launch 1 "
+                   "stopped by the watchdog");
+}
+
+TEST_F(FakeCuda, WatchdogFromTheEnvironment) {
+  loomrt::Device device("cuda", 0);
+  ScopedEnv ms("LOOM_WATCHDOG_MS", "50");
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "deadlock", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  EXPECT_EQ(program.watchdogMs(), 50u);
+  Chain chain(device.get(), raw);
+  ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
+  EXPECT_ERROR_HAS(loomrt_synchronize(raw), LOOMRT_ERROR_TIMEOUT,
+                   "no worker's status changed for 50 ms");
+}
+
+TEST_F(FakeCuda, KernelsOwnTimeoutWhenNobodyWatches) {
+  // Nobody synchronizes for a while: the kernel's waits give up on their
+  // own after timeout_cycles (2 x 50 ms at 1 GHz), and synchronize then
+  // reports the unfinished workers.
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "deadlock", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  program.setWatchdogMs(50);
+  ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_ERROR(loomrt_synchronize(raw), LOOMRT_ERROR_TIMEOUT,
+               "program 'deadlock' launch 1 ended with 2 workers unfinished: "
+               "a wait gave up after timeout_cycles (100000000 cycles)\n"
+               "  worker 0: task 'a#0[0]' (id 0) waits for event 1: count 0, "
+               "needs 1\n"
+               "  worker 1: task 'b#1[0]' (id 1) waits for event 0: count 0, "
+               "needs 1");
+}
+
+TEST_F(FakeCuda, FailingTaskIsReported) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "fail", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  // Workers waiting for the failed task's event are stopped at once, not
+  // after the watchdog's 10 s.
+  Clock::time_point start = Clock::now();
+  ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
+  EXPECT_ERROR(loomrt_synchronize(raw), LOOMRT_ERROR_TASK_FAILED,
+               "program 'fail' launch 1: task 'fail#3[0]' (id 3) on worker 0 "
+               "failed with code 42");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(loomrt_launch(raw), LOOMRT_ERROR_PROGRAM_FAILED);
+}
+
+TEST_F(FakeCuda, KernelFaultNamesDeviceKernelAndError) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "crash", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
+  EXPECT_ERROR(loomrt_synchronize(raw), LOOMRT_ERROR_DEVICE,
+               device0_ +
+                   ": kernel 'loom_fake_kernel' of program 'crash' launch 1 "
+                   "failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory "
+                   "access was encountered); the device's context is "
+                   "unusable now (restart the process)\n"
+                   "  workers when it stopped:\n"
+                   "  worker 0: running task 'crash#3[0]' (id 3)\n"
+                   "  worker 1: task 'step#4[0]' (id 4) waits for event 3: "
+                   "count 0, needs 1\n"
+                   "  worker 2: task 'step#5[0]' (id 5) waits for event 4: "
+                   "count 0, needs 1");
+  EXPECT_STREQ(loomrt_status_name(LOOMRT_ERROR_DEVICE), "LOOMRT_ERROR_DEVICE");
+  EXPECT_ERROR_HAS(loomrt_launch(raw), LOOMRT_ERROR_PROGRAM_FAILED,
+                   "CUDA_ERROR_ILLEGAL_ADDRESS");
+}
+
+TEST_F(FakeCuda, KernelThatIgnoresTheAbortFlagIsLeftRunning) {
+  loomrt_device *device = nullptr;
+  ASSERT_EQ(loomrt_device_create("cuda", 0, &device), LOOMRT_SUCCESS);
+  loomrt_program *program = nullptr;
+  ASSERT_EQ(load(device, "stuck", &program), LOOMRT_SUCCESS);
+  void *x = nullptr;
+  ASSERT_EQ(loomrt_malloc(device, 56, &x), LOOMRT_SUCCESS);
+  ASSERT_EQ(loomrt_program_bind(program, 0, x, nullptr, 0), LOOMRT_SUCCESS);
+  ASSERT_EQ(loomrt_program_set_watchdog_ms(program, 100), LOOMRT_SUCCESS);
+  Clock::time_point start = Clock::now();
+  ASSERT_EQ(loomrt_launch(program), LOOMRT_SUCCESS);
+  EXPECT_ERROR(loomrt_synchronize(program), LOOMRT_ERROR_TIMEOUT,
+               "program 'stuck' launch 1 stopped by the watchdog: no worker's "
+               "status changed for 100 ms\n"
+               "  worker 0: running task 'stuck#0[0]' (id 0)\n"
+               "  worker 1: task 'after#1[0]' (id 1) waits for event 0: count "
+               "0, needs 1\n"
+               "the kernel did not exit within 100 ms of the abort flag; "
+               "still inside:\n"
+               "  worker 0: running task 'stuck#0[0]' (id 0)\n"
+               "  worker 1: task 'after#1[0]' (id 1) waits for event 0: count "
+               "0, needs 1\n" +
+                   device0_ +
+                   " is left running it: the program's memory is not freed "
+                   "and the device refuses memory calls (restart the "
+                   "process)");
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1400));
+  // Freeing would wait for the kernel forever: memory calls are refused,
+  // and destroying the program and the device returns at once.
+  EXPECT_ERROR_HAS(loomrt_free(device, x), LOOMRT_ERROR_DEVICE,
+                   device0_ + " refuses memory calls: they would wait "
+                              "forever for a kernel that did not stop "
+                              "(kernel 'loom_fake_kernel' of program 'stuck' "
+                              "launch 1: the kernel did not exit");
+  EXPECT_EQ(loomrt_program_destroy(program), LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_device_destroy(device), LOOMRT_SUCCESS);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1400));
+  // Let the fake kernel finish before the next test reconfigures the fake.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+}
+
+TEST_F(FakeCuda, ArtifactMustMatchTheDevice) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *program = nullptr;
+  EXPECT_ERROR(load(device.get(), "sm100", &program), LOOMRT_ERROR_LOAD_FAILED,
+               "cannot run '" + artifact_ + "' on " + device0_ +
+                   ": it is built for sm_100a, which runs only on compute "
+                   "capability 10.0; the device is sm_90 (rebuild the "
+                   "artifact for it)");
+  EXPECT_ERROR(load(device.get(), "gfx", &program), LOOMRT_ERROR_LOAD_FAILED,
+               "cannot run '" + artifact_ + "' on " + device0_ +
+                   ": it is built for 'gfx950', not a CUDA architecture "
+                   "(sm_XY, sm_XYa, sm_XYf)");
+  EXPECT_EQ(program, nullptr);
+
+  LoomFakeCudaConfig blackwell = defaults();
+  blackwell.cc_major = 10;
+  configure(blackwell);
+  loomrt::Device b200("cuda", 0);
+  EXPECT_ERROR_HAS(load(b200.get(), "chain", &program),
+                   LOOMRT_ERROR_LOAD_FAILED,
+                   "it is built for sm_90a, which runs only on compute "
+                   "capability 9.0; the device is sm_100");
+  ASSERT_EQ(load(b200.get(), "sm100", &program), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  EXPECT_EQ(loomrt_program_destroy(program), LOOMRT_SUCCESS);
+}
+
+TEST_F(FakeCuda, WorkersMustAllFit) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *program = nullptr;
+  EXPECT_ERROR(load(device.get(), "wide", &program), LOOMRT_ERROR_RESOURCES,
+               "program 'wide' needs 9 co-resident worker blocks (128 "
+               "threads and 0 bytes of dynamic shared memory each (64 "
+               "registers per thread)), but " +
+                   device0_ +
+                   " holds only 2 per SM x 4 SMs = 8 at once; a persistent "
+                   "kernel with blocks waiting to start deadlocks, so it is "
+                   "not launched (schedule it for at most 8 workers, or use "
+                   "fewer threads or less shared memory)");
+  LoomFakeCudaConfig three = defaults();
+  three.blocks_per_sm = 3;
+  configure(three);
+  ASSERT_EQ(load(device.get(), "wide", &program), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  EXPECT_EQ(loomrt_launch(program), LOOMRT_ERROR_NOT_BOUND);
+  EXPECT_EQ(loomrt_program_destroy(program), LOOMRT_SUCCESS);
+
+  // Device attributes are read when the device is created.
+  LoomFakeCudaConfig noCooperative = defaults();
+  noCooperative.cooperative = 0;
+  configure(noCooperative);
+  loomrt::Device old("cuda", 0);
+  EXPECT_ERROR(load(old.get(), "chain", &program), LOOMRT_ERROR_RESOURCES,
+               device0_ +
+                   " does not support cooperative launches; program 'chain' "
+                   "needs one to have all 3 worker blocks resident at once");
+}
+
+TEST_F(FakeCuda, BadArtifacts) {
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt_program *program = nullptr;
+    const std::string a = "'" + artifact_ + "'";
+    EXPECT_ERROR(load(device.get(), "nokernel", &program),
+                 LOOMRT_ERROR_LOAD_FAILED,
+                 "cuda program " + a +
+                     ": its code object has no kernel named "
+                     "'loom_missing_kernel' (kernel_name must be the extern "
+                     "\"C\" symbol)");
+    EXPECT_ERROR(load(device.get(), "badimage", &program),
+                 LOOMRT_ERROR_LOAD_FAILED,
+                 device0_ + ": cannot load the code object of " + a +
+                     " (sm_90a, 32 bytes): CUDA_ERROR_INVALID_IMAGE (device "
+                     "kernel image is invalid)");
+    EXPECT_ERROR(load(device.get(), "dynamic", &program),
+                 LOOMRT_ERROR_INVALID_PROGRAM,
+                 "cuda program " + a +
+                     " is scheduled dynamically, but device ABI version 1 "
+                     "passes the kernel no queue counter; schedule it "
+                     "statically");
+    EXPECT_ERROR(load(device.get(), "badabi", &program),
+                 LOOMRT_ERROR_ABI_MISMATCH,
+                 "cuda program " + a +
+                     " has device ABI version 2; this runtime reads version "
+                     "1 (rebuild it)");
+    EXPECT_ERROR(load(device.get(), "badprogabi", &program),
+                 LOOMRT_ERROR_ABI_MISMATCH,
+                 "cuda program " + a +
+                     " has program ABI version 2; this runtime reads version "
+                     "1 (rebuild it)");
+    EXPECT_ERROR(load(device.get(), "null", &program), LOOMRT_ERROR_LOAD_FAILED,
+                 "cuda program " + a + ": loom_device_program() returned null");
+    const std::string host = testFile(LOOM_RT_TESTPROG_GOOD);
+    EXPECT_ERROR(loomrt_program_load(device.get(), host.c_str(), 0, &program),
+                 LOOMRT_ERROR_LOAD_FAILED,
+                 "cuda program '" + host +
+                     "' does not export 'loom_device_program' (it is a host "
+                     "program: load it on a \"host\" device)");
+    EXPECT_ERROR(loomrt_program_load(device.get(), "/nonexistent/mla.so", 0,
+                                     &program),
+                 LOOMRT_ERROR_LOAD_FAILED,
+                 "cannot load cuda program '/nonexistent/mla.so': No such "
+                 "file or directory");
+    LoomProgramDesc desc{};
+    EXPECT_ERROR(loomrt_program_from_desc(device.get(), &desc, 0, &program),
+                 LOOMRT_ERROR_INVALID_ARGUMENT,
+                 device0_ + ": loomrt_program_from_desc takes a host task "
+                            "table (bodies in run_task); a cuda program is a "
+                            "device artifact: use loomrt_program_load");
+    EXPECT_EQ(program, nullptr);
+  }
+  expectNoLeaks();
+}
+
+TEST_F(FakeCuda, BindingsAreChecked) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  EXPECT_ERROR(loomrt_launch(raw), LOOMRT_ERROR_NOT_BOUND,
+               "program 'chain' cannot launch: buffers not bound: 'x' (index "
+               "0)");
+  EXPECT_ERROR(loomrt_program_bind(raw, 0, nullptr, nullptr, 0),
+               LOOMRT_ERROR_BINDING,
+               "program 'chain': cannot bind buffer 'x' (index 0, i64[7]): "
+               "data is null");
+  int64_t dims[] = {8};
+  loomrt::Memory x = device.alloc(64);
+  EXPECT_ERROR(loomrt_program_bind(raw, 0, x.get(), dims, 1),
+               LOOMRT_ERROR_BINDING,
+               "program 'chain': cannot bind buffer 'x' (index 0, i64[7]): "
+               "dim 0 is 8, declared 7");
+}
+
+//===----------------------------------------------------------------------===//
+// A real GPU (label `gpu`)
+//===----------------------------------------------------------------------===//
+
+/// Empty when a real cuda device 0 is there; otherwise why not.
+std::string whyNoGpu() {
+  int count = 0;
+  loomrt_status s = loomrt_device_count("cuda", &count);
+  if (s == LOOMRT_ERROR_BACKEND_UNAVAILABLE &&
+      std::string(loomrt_last_error()).find("cannot load libcuda.so.1") !=
+          std::string::npos)
+    return "no CUDA driver (libcuda.so.1 not found)";
+  if (s != LOOMRT_SUCCESS)
+    return std::string("the CUDA driver is unusable: ") + loomrt_last_error();
+  if (count == 0)
+    return "no CUDA device (the driver sees none)";
+  return std::string();
+}
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  ScopedEnv realDriver(kCudaDriverEnv, nullptr);                               \
+  if (std::string why = whyNoGpu(); !why.empty())                              \
+  GTEST_SKIP() << why
+
+TEST(CudaGpu, DeviceAndMemory) {
+  SKIP_WITHOUT_GPU();
+  loomrt::Device device("cuda", 0);
+  std::printf("%s\n", device.describe());
+  EXPECT_EQ(std::string(device.describe()).rfind("cuda device 0 (", 0), 0u);
+  const size_t n = 1 << 20;
+  std::vector<uint32_t> host(n), back(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    host[i] = static_cast<uint32_t>(i * 2654435761u);
+  loomrt::Memory a = device.alloc(n * 4), b = device.alloc(n * 4);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.get()) % 256, 0u);
+  device.copy(a.get(), host.data(), n * 4, LOOMRT_COPY_HOST_TO_DEVICE);
+  device.copy(b.get(), a.get(), n * 4, LOOMRT_COPY_DEVICE_TO_DEVICE);
+  device.copy(back.data(), b.get(), n * 4, LOOMRT_COPY_DEVICE_TO_HOST);
+  EXPECT_EQ(back, host);
+  device.fill(b.get(), 0xFF, 16);
+  device.copy(back.data(), b.get(), n * 4); // direction inferred
+  EXPECT_EQ(back[0], 0xFFFFFFFFu);
+  EXPECT_EQ(back[4], host[4]);
+  std::thread([&] {
+    loomrt::Memory c = device.alloc(256);
+    device.fill(c.get(), 0, 256);
+  }).join();
+}
+
+TEST(CudaGpu, RunsTheGivenArtifact) {
+  SKIP_WITHOUT_GPU();
+  const char *path = std::getenv("LOOM_CUDA_TEST_ARTIFACT");
+  if (!path || !*path)
+    GTEST_SKIP() << "LOOM_CUDA_TEST_ARTIFACT is not set (a GPU artifact "
+                    "whose kernel tolerates zeroed inputs)";
+  int launches = 10;
+  if (const char *n = std::getenv("LOOM_CUDA_TEST_LAUNCHES"))
+    launches = std::max(1, std::atoi(n));
+  loomrt::Device device("cuda", 0);
+  loomrt::Program program = device.load(path);
+  const LoomProgramDesc &desc = program.desc();
+  std::printf("%s: program '%s' (%d workers, %d tasks, %d events) on %s\n",
+              path, desc.name, desc.num_workers, desc.num_tasks,
+              desc.num_events, device.describe());
+  // Inputs zeroed (page tables and lengths of 0 are valid), outputs
+  // poisoned; every buffer at its bound.
+  std::vector<loomrt::Memory> buffers;
+  for (int32_t i = 0; i < program.numBuffers(); ++i) {
+    const LoomBufferDesc &b = program.buffer(i);
+    size_t bytes = std::max<size_t>(program.bufferBytes(i), 1);
+    buffers.push_back(device.alloc(bytes));
+    device.fill(buffers.back().get(), b.role == LOOM_ROLE_OUTPUT ? 0xFF : 0,
+                bytes);
+    std::vector<int64_t> dims(b.dims, b.dims + b.rank);
+    for (int64_t &d : dims)
+      d = d < 0 ? b.bound : d;
+    program.bind(i, buffers.back().get(), dims);
+  }
+  for (int e = 1; e <= launches; ++e) {
+    program.run();
+    EXPECT_EQ(program.epoch(), static_cast<uint64_t>(e));
+  }
+  for (int32_t e = 0; e < desc.num_events; ++e)
+    EXPECT_EQ(program.eventCount(e),
+              static_cast<uint64_t>(launches) * desc.event_needs[e])
+        << "event " << e;
+  EXPECT_GT(program.lastLaunchNs(), 0u);
+  std::printf("last launch: %.3f us\n", program.lastLaunchNs() / 1e3);
+}
+
+} // namespace

@@ -1,0 +1,29 @@
+//===- Toolchain.h - The compilers loomc drives ------------------*- C++ -*-===//
+#ifndef LOOM_TOOLS_LOOMC_TOOLCHAIN_H
+#define LOOM_TOOLS_LOOMC_TOOLCHAIN_H
+
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/// Compiles C++ source (`sourcePath`) into the shared library `libraryPath`
+/// with the system C++ compiler (`$CXX`, else `c++`), with `-I kernelsRoot`
+/// (the directory that holds kernels/). `$LOOM_HOST_CXXFLAGS` adds flags,
+/// space-separated (e.g. -fsanitize=thread). On failure returns false and
+/// sets `error`, with the compiler's output.
+bool compileSharedLibrary(const std::string &sourcePath,
+                          const std::string &libraryPath,
+                          const std::string &kernelsRoot, std::string &error);
+
+/// Compiles a CUDA translation unit to a cubin for `arch` ("sm_90a",
+/// "sm_100a") with nvcc (`$LOOM_NVCC`, else nvcc on PATH, else
+/// /usr/local/cuda/bin/nvcc). `ptxasReport` receives nvcc's `-Xptxas -v`
+/// output (registers, shared memory, spills).
+bool compileCubin(const std::string &sourcePath, const std::string &cubinPath,
+                  const std::string &arch, const std::string &kernelsRoot,
+                  std::string &ptxasReport, std::string &error);
+
+} // namespace loom
+
+#endif // LOOM_TOOLS_LOOMC_TOOLCHAIN_H
