@@ -147,8 +147,9 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
   const int32_t worker = static_cast<int32_t>(blockIdx.x);
   LoomWorkerStatus *status = args.status + worker;
   const bool leader = threadIdx.x == 0;
-  int32_t pos = workerBegin[worker];
-  const int32_t end = workerBegin[worker + 1];
+  const bool dynamic = mode == LOOM_SCHEDULE_DYNAMIC;
+  int32_t pos = dynamic ? 0 : workerBegin[worker];
+  const int32_t end = dynamic ? 0 : workerBegin[worker + 1];
   unsigned long long *queue = args.events + numEvents;
   const unsigned long long ticketBase =
       (args.epoch - 1) * static_cast<unsigned long long>(numTasks + gridDim.x);
@@ -161,7 +162,7 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
     // every thread passes after reading them.
     if (leader) {
       int32_t task = -1;
-      if (mode == LOOM_SCHEDULE_DYNAMIC) {
+      if (dynamic) {
         unsigned long long ticket = fetchAddRelaxedGpu(queue, 1) - ticketBase;
         if (ticket < static_cast<unsigned long long>(numTasks))
           task = workerTasks[ticket];

@@ -79,8 +79,8 @@ Status checkArch(const std::string &artifact, const char *arch, CodeKind kind,
     // Family targets and SASS run within one major version, on the same or
     // a later minor.
     runs = info.ccMajor == major && info.ccMinor >= minor;
-    rule = "on compute capability " + std::to_string(major) + ".x, x >= " +
-           std::to_string(minor);
+    rule = "on compute capability " + std::to_string(major) +
+           ".x, x >= " + std::to_string(minor);
   } else {
     runs = have >= need;
     rule = "on compute capability " + capability(major, minor) + " or later";

@@ -23,9 +23,9 @@ Status initCuda(const CudaDriver **driverOut, int *count) {
                      "): ", cudaErrorText(*driver, r));
   r = driver->cuDeviceGetCount(count);
   if (r != CUDA_SUCCESS)
-    return makeError(LOOMRT_ERROR_BACKEND_UNAVAILABLE,
-                     "cuda: cuDeviceGetCount failed: ",
-                     cudaErrorText(*driver, r));
+    return makeError(
+        LOOMRT_ERROR_BACKEND_UNAVAILABLE,
+        "cuda: cuDeviceGetCount failed: ", cudaErrorText(*driver, r));
   return Status();
 }
 
@@ -42,11 +42,11 @@ Status CudaContext::open(const CudaDriver &driver, int ordinal, int count,
   if (ordinal < 0 || ordinal >= count)
     return makeError(LOOMRT_ERROR_UNKNOWN_DEVICE, "cuda device ordinal ",
                      ordinal, " out of range: ",
-                     count == 0 ? std::string("the driver sees no cuda devices")
-                                : "there " +
-                                      std::string(count == 1 ? "is " : "are ") +
-                                      std::to_string(count) + " (0 to " +
-                                      std::to_string(count - 1) + ")");
+                     count == 0
+                         ? std::string("the driver sees no cuda devices")
+                         : "there " + std::string(count == 1 ? "is " : "are ") +
+                               std::to_string(count) + " (0 to " +
+                               std::to_string(count - 1) + ")");
   auto driverError = [&](const char *what, CUresult r) {
     return makeError(LOOMRT_ERROR_BACKEND_UNAVAILABLE, "cuda device ", ordinal,
                      ": ", what, " failed: ", cudaErrorText(driver, r));
@@ -84,15 +84,13 @@ Status CudaContext::open(const CudaDriver &driver, int ordinal, int count,
                                   device) == CUDA_SUCCESS &&
       flag;
   info.unifiedAddressing =
-      driver.cuDeviceGetAttribute(
-          &flag, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device) ==
-          CUDA_SUCCESS &&
+      driver.cuDeviceGetAttribute(&flag, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+                                  device) == CUDA_SUCCESS &&
       flag;
-  info.canMapHostMemory =
-      driver.cuDeviceGetAttribute(
-          &flag, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, device) ==
-          CUDA_SUCCESS &&
-      flag;
+  info.canMapHostMemory = driver.cuDeviceGetAttribute(
+                              &flag, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+                              device) == CUDA_SUCCESS &&
+                          flag;
 
   std::shared_ptr<CudaContext> context(
       new CudaContext(driver, device, std::move(info)));
@@ -128,6 +126,41 @@ Status CudaContext::makeCurrent() const {
     return fail(LOOMRT_ERROR_BACKEND_UNAVAILABLE, r,
                 "cannot make its context current on this thread");
   return Status();
+}
+
+void CudaContext::trackAllocation(CUdeviceptr base, size_t bytes) {
+  std::lock_guard<std::mutex> lock(allocationsMu_);
+  allocations_[base] = bytes;
+}
+
+bool CudaContext::untrackAllocation(CUdeviceptr base) {
+  std::lock_guard<std::mutex> lock(allocationsMu_);
+  if (allocations_.erase(base) == 0)
+    return false;
+  allocationGeneration_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+bool CudaContext::findAllocation(CUdeviceptr ptr, CUdeviceptr *base,
+                                 size_t *bytes) const {
+  std::lock_guard<std::mutex> lock(allocationsMu_);
+  auto it = allocations_.upper_bound(ptr);
+  if (it == allocations_.begin())
+    return false;
+  --it;
+  if (ptr >= it->first + it->second)
+    return false;
+  *base = it->first;
+  *bytes = it->second;
+  return true;
+}
+
+std::vector<CUdeviceptr> CudaContext::liveAllocations() const {
+  std::lock_guard<std::mutex> lock(allocationsMu_);
+  std::vector<CUdeviceptr> out;
+  for (const auto &a : allocations_)
+    out.push_back(a.first);
+  return out;
 }
 
 void CudaContext::markWedged(const std::string &why) {

@@ -17,8 +17,10 @@
 #include "runtime/cuda/CudaDriver.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace loom {
 namespace rt {
@@ -68,6 +70,20 @@ public:
     return driver_.cuStreamSynchronize(memoryStream_);
   }
 
+  //--- What loomrt_malloc handed out ----------------------------------//
+  // Kept here, not in the device, so a program can check that a binding
+  // fits inside its allocation.
+  void trackAllocation(CUdeviceptr base, size_t bytes);
+  /// False if `base` is not a live allocation.
+  bool untrackAllocation(CUdeviceptr base);
+  /// The allocation holding `ptr`, if loomrt_malloc made it.
+  bool findAllocation(CUdeviceptr ptr, CUdeviceptr *base, size_t *bytes) const;
+  std::vector<CUdeviceptr> liveAllocations() const;
+  /// Bumped by every free: a binding checked before may now dangle.
+  uint64_t allocationGeneration() const {
+    return allocationGeneration_.load(std::memory_order_acquire);
+  }
+
   /// Set when a kernel did not exit after its abort flag: freeing memory or
   /// the context would wait for it forever, so nothing is freed any more.
   void markWedged(const std::string &why);
@@ -86,6 +102,9 @@ private:
   CUcontext context_ = nullptr;
   std::mutex memoryMu_;
   CUstream memoryStream_ = nullptr;
+  mutable std::mutex allocationsMu_;
+  std::map<CUdeviceptr, size_t> allocations_;
+  std::atomic<uint64_t> allocationGeneration_{0};
   std::atomic<bool> wedged_{false};
   mutable std::mutex wedgedMu_;
   std::string wedgedReason_;

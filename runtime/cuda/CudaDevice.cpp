@@ -64,8 +64,8 @@ CudaDevice::~CudaDevice() {
   // cuMemFree waits for the device; under a wedged kernel it never returns.
   if (ctx_->wedged() || !ctx_->makeCurrent().ok())
     return;
-  for (auto &allocation : allocations_)
-    (void)ctx_->driver().cuMemFree(allocation.first);
+  for (CUdeviceptr ptr : ctx_->liveAllocations())
+    (void)ctx_->driver().cuMemFree(ptr);
 }
 
 Status CudaDevice::usable() const {
@@ -85,8 +85,7 @@ Status CudaDevice::allocate(size_t bytes, void **out) {
   if (CUresult r = ctx_->driver().cuMemAlloc(&ptr, bytes); r != CUDA_SUCCESS)
     return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, "cannot allocate ", bytes,
                       " bytes");
-  std::lock_guard<std::mutex> lock(mu_);
-  allocations_.emplace(ptr, bytes);
+  ctx_->trackAllocation(ptr, bytes);
   *out = reinterpret_cast<void *>(ptr);
   return Status();
 }
@@ -95,12 +94,9 @@ Status CudaDevice::release(void *ptr) {
   if (Status s = usable(); !s.ok())
     return s;
   CUdeviceptr dptr = toDevice(ptr);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (allocations_.erase(dptr) == 0)
-      return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, ctx_->description(), ": ",
-                       ptr, " was not allocated by this device (or was freed)");
-  }
+  if (!ctx_->untrackAllocation(dptr))
+    return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, ctx_->description(), ": ",
+                     ptr, " was not allocated by this device (or was freed)");
   if (CUresult r = ctx_->driver().cuMemFree(dptr); r != CUDA_SUCCESS)
     return ctx_->fail(LOOMRT_ERROR_INVALID_ARGUMENT, r, "cannot free ", ptr);
   return Status();
@@ -165,21 +161,10 @@ Status CudaDevice::loadProgram(const std::string &path, uint32_t flags,
     return s;
   const LoomDeviceProgram &p = artifact->program();
   const CudaDeviceInfo &info = ctx_->info();
-  if (Status s = checkArch(path, p.arch,
-                           classifyCode(p.code_object, p.code_object_size),
-                           info);
+  if (Status s = checkArch(
+          path, p.arch, classifyCode(p.code_object, p.code_object_size), info);
       !s.ok())
     return s;
-  // Dynamic mode takes tickets from a queue counter that only grows, like
-  // the events; LoomKernelArgs (device ABI 1) has no such counter to pass.
-  if (p.program->mode == LOOM_SCHEDULE_DYNAMIC)
-    return makeError(LOOMRT_ERROR_INVALID_PROGRAM, "cuda program ",
-                     quoted(path),
-                     " is scheduled dynamically, but device ABI version ",
-                     LOOM_DEVICE_ABI_VERSION,
-                     " passes the kernel no queue counter; schedule it "
-                     "statically");
-
   LoomProgramDesc desc = *p.program;
   desc.run_task = bodiesRunOnTheDevice;
   std::shared_ptr<const ProgramTable> table;
@@ -190,8 +175,8 @@ Status CudaDevice::loadProgram(const std::string &path, uint32_t flags,
   if (Status s = checkBlockShape(table->name(), shape, info); !s.ok())
     return s;
   std::unique_ptr<Executable> executable;
-  if (Status s = CudaExecutor::create(ctx_, table, std::move(artifact),
-                                      &executable);
+  if (Status s =
+          CudaExecutor::create(ctx_, table, std::move(artifact), &executable);
       !s.ok())
     return s;
   return Program::create(std::move(table), std::move(executable), out);

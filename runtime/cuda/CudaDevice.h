@@ -11,9 +11,6 @@
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/src/Backend.h"
 
-#include <mutex>
-#include <unordered_map>
-
 namespace loom {
 namespace rt {
 namespace cuda {
@@ -45,11 +42,9 @@ private:
   /// Current context on this thread, and no wedged kernel to block on.
   Status usable() const;
 
+  // Allocations are tracked (in the context) so a stray free is an error,
+  // not a driver error or another allocation's memory.
   std::shared_ptr<CudaContext> ctx_;
-  // Allocations are tracked so a stray free is an error, not a driver
-  // error (or worse, another allocation's memory).
-  std::mutex mu_;
-  std::unordered_map<CUdeviceptr, size_t> allocations_;
 };
 
 Status createCudaDevice(int ordinal, std::unique_ptr<Device> *out);

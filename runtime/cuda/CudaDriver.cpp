@@ -20,8 +20,11 @@ namespace {
 /// loader's choice, the one the rest of the process gets, wins.
 const char *const kDriverPaths[] = {
     "libcuda.so.1",
-    "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+#if defined(__aarch64__)
     "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+#else
+    "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+#endif
     "/usr/lib64/libcuda.so.1",
     "/usr/lib/wsl/lib/libcuda.so.1",
 };

@@ -75,8 +75,12 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 
-constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x01;
-constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
+// cuda.h has these as macros (CU_MEMHOSTALLOC_*); other names would clash
+// in a file that includes both.
+constexpr unsigned kMemHostAllocPortable = 0x01;
+constexpr unsigned kMemHostAllocDeviceMap = 0x02;
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 
@@ -108,6 +112,8 @@ constexpr int kDefaultDynamicSmemLimit = 48 * 1024;
   X(cuMemFreeHost, true, (void *), "cuMemFreeHost")                            \
   X(cuMemHostGetDevicePointer, true, (CUdeviceptr *, void *, unsigned),        \
     "cuMemHostGetDevicePointer_v2")                                            \
+  X(cuPointerGetAttribute, false, (void *, int, CUdeviceptr),                  \
+    "cuPointerGetAttribute")                                                   \
   X(cuMemcpyAsync, true, (CUdeviceptr, CUdeviceptr, size_t, CUstream),         \
     "cuMemcpyAsync")                                                           \
   X(cuMemcpyHtoDAsync, true, (CUdeviceptr, const void *, size_t, CUstream),    \
@@ -144,8 +150,8 @@ constexpr int kDefaultDynamicSmemLimit = 48 * 1024;
 /// One loaded driver library: its function table. Loaded once per path and
 /// never unloaded (contexts and modules live inside it).
 struct CudaDriver {
-  std::string path;   // what was dlopen'ed
-  int version = 0;    // cuDriverGetVersion, e.g. 13000
+  std::string path; // what was dlopen'ed
+  int version = 0;  // cuDriverGetVersion, e.g. 13000
 #define LOOM_CUDA_DRIVER_MEMBER(member, required, signature, ...)              \
   CUresult(*member) signature = nullptr;
   LOOM_CUDA_DRIVER_SYMBOLS(LOOM_CUDA_DRIVER_MEMBER)

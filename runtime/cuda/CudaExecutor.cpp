@@ -4,6 +4,7 @@
 
 #include "runtime/cuda/CudaChecks.h"
 #include "runtime/cuda/CudaWatchdog.h"
+#include "runtime/src/Binding.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,23 +20,30 @@ namespace {
 
 size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
 
-/// How synchronize polls the stream: query back to back first (a short
-/// kernel is noticed within microseconds), then sleep, doubling up to a cap
-/// that bounds how late synchronize returns for a long kernel.
+/// How synchronize polls the stream. Back to back for the first 2 ms, so a
+/// decode-sized kernel (tens of microseconds to a few milliseconds) is seen
+/// done within a microsecond or two and back-to-back launches stay tight;
+/// then sleeps, doubling up to a cap that bounds how late synchronize
+/// returns for a long kernel without keeping a core busy.
 class Poller {
 public:
+  using Clock = std::chrono::steady_clock;
   void pause() {
-    if (polls_++ < kSpinPolls)
+    if (Clock::now() - start_ < kSpinFor) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
       return;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(sleepUs_));
     sleepUs_ = std::min(sleepUs_ * 2, kMaxSleepUs);
   }
 
 private:
-  static constexpr int kSpinPolls = 64;
-  static constexpr int kMaxSleepUs = 100;
-  int polls_ = 0;
-  int sleepUs_ = 5;
+  static constexpr std::chrono::milliseconds kSpinFor{2};
+  static constexpr int kMaxSleepUs = 200;
+  Clock::time_point start_ = Clock::now();
+  int sleepUs_ = 10;
 };
 
 } // namespace
@@ -60,9 +68,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<CudaContext> context,
       artifact_(std::move(artifact)), numWorkers_(table_->numWorkers()) {}
 
 std::string CudaExecutor::what() const {
-  return "kernel " + quoted(artifact_->program().kernel_name) +
-         " of program " + quoted(table_->name()) + " launch " +
-         std::to_string(epoch_);
+  return "kernel " + quoted(artifact_->program().kernel_name) + " of program " +
+         quoted(table_->name()) + " launch " + std::to_string(epoch_);
 }
 
 Status CudaExecutor::load() {
@@ -119,12 +126,14 @@ Status CudaExecutor::loadKernel() {
     return ctx_->fail(LOOMRT_ERROR_RESOURCES, r,
                       "cannot compute the occupancy of kernel " +
                           quoted(p.kernel_name));
+  // Only to explain a refusal; optional.
   int registers = -1;
-  if (d.cuFuncGetAttribute)
-    (void)d.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS,
-                               function_);
-  if (Status s = checkCoResidency(table_->name(), shape, blocksPerSm,
-                                  registers, info);
+  if (!d.cuFuncGetAttribute ||
+      d.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function_) !=
+          CUDA_SUCCESS)
+    registers = -1;
+  if (Status s =
+          checkCoResidency(table_->name(), shape, blocksPerSm, registers, info);
       !s.ok())
     return s;
   // Residency of all blocks is guaranteed only by a cooperative launch.
@@ -160,9 +169,13 @@ Status CudaExecutor::allocate() {
                         ": cannot create its timing events");
     }
 
-  // Zero-sized arrays still get a valid pointer: the kernel may form it.
+  // One counter more than the events: dynamic mode's queue, which the
+  // device interpreter keeps at events[num_events]. Like the events it only
+  // grows. Zero-sized arrays still get a valid pointer: the kernel may form
+  // it.
   const size_t eventBytes =
-      std::max<size_t>(1, table_->numEvents()) * sizeof(unsigned long long);
+      (static_cast<size_t>(table_->numEvents()) + 1) *
+      sizeof(unsigned long long);
   const size_t bindingBytes =
       std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   const int64_t workspaceBytes = table_->desc().workspace_bytes;
@@ -180,8 +193,8 @@ Status CudaExecutor::allocate() {
       continue;
     if (CUresult r = d.cuMemAlloc(a.ptr, a.bytes); r != CUDA_SUCCESS) {
       *a.ptr = 0;
-      return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, who, ": cannot allocate its ",
-                        a.bytes, "-byte ", a.what);
+      return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, who,
+                        ": cannot allocate its ", a.bytes, "-byte ", a.what);
     }
   }
 
@@ -192,20 +205,24 @@ Status CudaExecutor::allocate() {
   abortOffset_ = roundUp(statusBytes, 128);
   const size_t stagingOffset = abortOffset_ + 128;
   const size_t hostBytes =
-      stagingOffset + std::max<size_t>(1, table_->numBuffers()) *
-                          sizeof(LoomBinding);
+      stagingOffset +
+      std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   if (CUresult r = d.cuMemHostAlloc(
-          &host_, hostBytes,
-          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+          &host_, hostBytes, kMemHostAllocDeviceMap | kMemHostAllocPortable);
       r != CUDA_SUCCESS) {
     host_ = nullptr;
     return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, who, ": cannot allocate ",
                       hostBytes, " bytes of mapped host memory");
   }
   if (CUresult r = d.cuMemHostGetDevicePointer(&hostDevice_, host_, 0);
-      r != CUDA_SUCCESS)
-    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
-                      ": cannot map its status memory into the device");
+      r != CUDA_SUCCESS) {
+    // With unified addressing every pinned allocation is mapped at its
+    // host address, whatever the context's flags say.
+    if (!info.unifiedAddressing)
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
+                        ": cannot map its status memory into the device");
+    hostDevice_ = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(host_));
+  }
   auto *bytes = static_cast<unsigned char *>(host_);
   std::memset(bytes, 0, hostBytes);
   status_ = reinterpret_cast<volatile LoomWorkerStatus *>(bytes);
@@ -213,7 +230,8 @@ Status CudaExecutor::allocate() {
   staging_ = reinterpret_cast<LoomBinding *>(bytes + stagingOffset);
   resetStatus(status_, numWorkers_);
 
-  // Zeroed once. Launch e waits for e * needs, so no launch resets them.
+  // Zeroed once. Launch e waits for e * needs and takes tickets from
+  // (e - 1) * (num_tasks + num_workers), so no launch resets them.
   CUresult r = d.cuMemsetD8Async(events_, 0, eventBytes, stream_);
   if (r == CUDA_SUCCESS)
     r = d.cuStreamSynchronize(stream_);
@@ -257,16 +275,79 @@ CudaExecutor::~CudaExecutor() {
   release();
 }
 
+Status CudaExecutor::checkBindings(const LoomBinding *bindings) {
+  const int32_t n = table_->numBuffers();
+  const uint64_t generation = ctx_->allocationGeneration();
+  if (checked_.size() == static_cast<size_t>(n) &&
+      checkedGeneration_ == generation &&
+      (n == 0 ||
+       std::memcmp(checked_.data(), bindings, n * sizeof(LoomBinding)) == 0))
+    return Status();
+  const CudaDriver &d = ctx_->driver();
+  for (int32_t i = 0; i < n; ++i) {
+    const LoomBufferDesc &b = table_->buffer(i);
+    const LoomBinding &binding = bindings[i];
+    const auto ptr =
+        static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(binding.data));
+    uint64_t bytes = loomrt_elem_bytes(b.elem);
+    std::string dims;
+    for (int32_t k = 0; k < b.rank; ++k) {
+      bytes *= static_cast<uint64_t>(binding.dims[k]);
+      dims += (k ? ", " : "") + std::to_string(binding.dims[k]);
+    }
+    auto fail = [&](const auto &...parts) {
+      return makeError(LOOMRT_ERROR_BINDING, "program ", quoted(table_->name()),
+                       " launch ", epoch_, ": buffer ", quoted(b.name),
+                       " (index ", i, ", ", formatShape(b), ") bound to ",
+                       binding.data, " with dims [", dims, "] (", bytes,
+                       " bytes) ", parts...);
+    };
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (ctx_->findAllocation(ptr, &base, &size)) {
+      if (ptr + bytes > base + size)
+        return fail("runs past the end of its allocation (", size,
+                    " bytes from ", reinterpret_cast<void *>(base), ")");
+      continue;
+    }
+    // Not from loomrt_malloc (e.g. another library's allocator): the driver
+    // must at least know it. Its extent is not checked: such allocations may
+    // be assembled from several mappings.
+    unsigned memoryType = 0;
+    if (d.cuPointerGetAttribute)
+      if (CUresult r = d.cuPointerGetAttribute(
+              &memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
+          r != CUDA_SUCCESS)
+        return fail("is not memory the CUDA driver knows (",
+                    cudaErrorText(d, r),
+                    "): bind memory from loomrt_malloc "
+                    "on ",
+                    ctx_->description());
+  }
+  checked_.assign(bindings, bindings + n);
+  checkedGeneration_ = generation;
+  return Status();
+}
+
 Status CudaExecutor::launch(const LaunchParams &params) {
   if (inFlight_ || wedged_)
     return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
                      ": launch while its kernel is still running");
+  // Its SMs are held by a kernel that never stopped: this kernel's blocks
+  // could never all be resident.
+  if (ctx_->wedged())
+    return makeError(LOOMRT_ERROR_DEVICE, "program ", quoted(table_->name()),
+                     " cannot launch: ", ctx_->description(),
+                     " still runs a kernel that did not stop (",
+                     ctx_->wedgedReason(), ")");
   if (Status s = ctx_->makeCurrent(); !s.ok())
     return s;
   const CudaDriver &d = ctx_->driver();
   const LoomDeviceProgram &p = artifact_->program();
   epoch_ = params.epoch;
   watchdogMs_ = params.watchdogMs;
+  if (Status s = checkBindings(params.bindings); !s.ok())
+    return s;
   timeoutCycles_ = timeoutCycles(watchdogMs_, ctx_->info().clockKHz);
 
   // The previous launch has ended (synchronize saw its stream idle), so the
@@ -317,6 +398,19 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   return Status();
 }
 
+std::vector<uint64_t> CudaExecutor::readCounts() const {
+  std::vector<uint64_t> counts(static_cast<size_t>(table_->numEvents()));
+  if (counts.empty())
+    return counts;
+  const CudaDriver &d = ctx_->driver();
+  if (ctx_->onMemoryStream([&](CUstream s) {
+        return d.cuMemcpyDtoHAsync(counts.data(), events_,
+                                   counts.size() * sizeof(uint64_t), s);
+      }) != CUDA_SUCCESS)
+    counts.clear();
+  return counts;
+}
+
 void CudaExecutor::raiseAbort() {
   *abort_ = 1;
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -330,6 +424,11 @@ CudaExecutor::Watch CudaExecutor::watch() {
   StallDetector detector;
   detector.arm(watchdogMs_, now, Clock::now());
   Clock::time_point abortedAt;
+  // Reading every record costs about a microsecond per hundred workers;
+  // once a millisecond is plenty for the watchdog and failed tasks, and keeps
+  // the back-to-back polls of a short kernel cheap.
+  constexpr auto kLookEvery = std::chrono::milliseconds(1);
+  Clock::time_point nextLook = Clock::now() + kLookEvery;
   Poller poller;
   for (;;) {
     w.result = d.cuStreamQuery(stream_);
@@ -346,6 +445,9 @@ CudaExecutor::Watch CudaExecutor::watch() {
       }
       continue;
     }
+    if (at < nextLook)
+      continue;
+    nextLook = at + kLookEvery;
     snapshotStatus(status_, numWorkers_, &now);
     // A failed body leaves its triggers undone: stop the workers waiting for
     // them instead of letting the watchdog find them later.
@@ -358,7 +460,9 @@ CudaExecutor::Watch CudaExecutor::watch() {
     if (detector.stalled(now, at)) {
       // The report is what the workers were doing when the flag went up; as
       // they leave they keep their records, but take it now regardless.
-      w.stallReport = describeStall(*table_, now, epoch_, watchdogMs_);
+      std::vector<uint64_t> counts = readCounts();
+      w.stallReport = describeStall(*table_, now, epoch_, watchdogMs_,
+                                    counts.empty() ? nullptr : &counts);
       raiseAbort();
       w.aborted = true;
       abortedAt = at;
@@ -371,16 +475,20 @@ Status CudaExecutor::outcome(const Watch &w) {
   std::vector<LoomWorkerStatus> last;
   snapshotStatus(status_, numWorkers_, &last);
 
+  // Only failures read the counters (a report's accuracy, not worth a copy
+  // on every successful launch).
+  auto counts = [&] { return readCounts(); };
   if (w.stillRunning) {
-    std::string why = "the kernel did not exit within " +
-                      std::to_string(watchdogMs_) +
-                      " ms of the abort flag; still inside:" +
-                      describeWorkers(*table_, last);
+    std::vector<uint64_t> now = counts();
+    std::string why =
+        "the kernel did not exit within " + std::to_string(watchdogMs_) +
+        " ms of the abort flag; its workers now:" +
+        describeWorkers(*table_, last, now.empty() ? nullptr : &now);
     ctx_->markWedged(what() + ": " + why);
     wedged_ = true;
     bool failed = anyTaskFailed(last);
-    std::string head = failed ? describeFailures(*table_, last, epoch_)
-                              : w.stallReport;
+    std::string head =
+        failed ? describeFailures(*table_, last, epoch_) : w.stallReport;
     return makeError(
         failed ? LOOMRT_ERROR_TASK_FAILED : LOOMRT_ERROR_TIMEOUT, head, "\n",
         why, "\n", ctx_->description(),
@@ -388,15 +496,18 @@ Status CudaExecutor::outcome(const Watch &w) {
         "device refuses memory calls (restart the process)");
   }
   if (w.result != CUDA_SUCCESS) {
+    // After a fault the counters usually cannot be read; the records can.
     const bool sticky = isStickyCudaError(w.result);
-    return makeError(CudaContext::codeFor(LOOMRT_ERROR_DEVICE, w.result),
-                     ctx_->description(), ": ", what(),
-                     " failed: ", cudaErrorText(d, w.result),
-                     sticky ? "; the device's context is unusable now "
-                              "(restart the process)"
-                            : "",
-                     "\n  workers when it stopped:",
-                     describeWorkers(*table_, last));
+    std::vector<uint64_t> now = sticky ? std::vector<uint64_t>() : counts();
+    return makeError(
+        CudaContext::codeFor(LOOMRT_ERROR_DEVICE, w.result),
+        ctx_->description(), ": ", what(), " failed: ",
+        cudaErrorText(d, w.result),
+        sticky ? "; the device's context is unusable now "
+                 "(restart the process)"
+               : "",
+        "\n  workers when it stopped:",
+        describeWorkers(*table_, last, now.empty() ? nullptr : &now));
   }
   if (anyTaskFailed(last))
     return Status(LOOMRT_ERROR_TASK_FAILED,
@@ -411,8 +522,10 @@ Status CudaExecutor::outcome(const Watch &w) {
   }
   if (w.aborted)
     return Status(LOOMRT_ERROR_TIMEOUT, w.stallReport);
+  std::vector<uint64_t> now = counts();
   return Status(LOOMRT_ERROR_TIMEOUT,
-                describeDeviceTimeout(*table_, last, epoch_, timeoutCycles_));
+                describeDeviceTimeout(*table_, last, epoch_, timeoutCycles_,
+                                      now.empty() ? nullptr : &now));
 }
 
 Status CudaExecutor::synchronize() {

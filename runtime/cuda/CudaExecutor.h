@@ -56,6 +56,10 @@ private:
                std::shared_ptr<const ProgramTable> table,
                std::shared_ptr<const CudaArtifact> artifact);
   Status load();
+  /// Each binding must be device-usable memory and, when loomrt_malloc made
+  /// it, fit its allocation: a kernel reading past it corrupts silently, and
+  /// a host pointer faults the whole context.
+  Status checkBindings(const LoomBinding *bindings);
   Status loadKernel();
   Status allocate();
   void release();
@@ -70,6 +74,9 @@ private:
   Watch watch();
   Status outcome(const Watch &w);
   void raiseAbort();
+  /// The event counters now, for a report; empty if they cannot be read
+  /// (after a fault). The memory stream does not wait for the kernel.
+  std::vector<uint64_t> readCounts() const;
 
   /// "kernel 'k' of program 'p' launch 3".
   std::string what() const;
@@ -94,6 +101,11 @@ private:
   volatile int32_t *abort_ = nullptr;
   LoomBinding *staging_ = nullptr;
   size_t abortOffset_ = 0;
+
+  // The bindings checkBindings last passed, and the allocation generation
+  // then: launches with the same bindings skip the driver queries.
+  std::vector<LoomBinding> checked_;
+  uint64_t checkedGeneration_ = 0;
 
   bool inFlight_ = false;
   bool timed_ = false; // both timing events of the launch were recorded

@@ -52,7 +52,8 @@ std::string taskName(const ProgramTable &table, int32_t task) {
 std::string eventName(const ProgramTable &table, int32_t event) {
   if (event >= 0 && event < table.numEvents())
     return "event " + std::to_string(event);
-  return "event id " + std::to_string(event) + " (not an event of this program)";
+  return "event id " + std::to_string(event) +
+         " (not an event of this program)";
 }
 
 } // namespace
@@ -108,17 +109,29 @@ bool allWorkersDone(const std::vector<LoomWorkerStatus> &status) {
   return true;
 }
 
+bool noWorkerReported(const std::vector<LoomWorkerStatus> &status) {
+  for (const LoomWorkerStatus &s : status)
+    if (s.task != kStatusNotStarted || s.error != 0)
+      return false;
+  return true;
+}
+
+bool bodyFailed(const LoomWorkerStatus &status) {
+  return status.error != 0 && status.event < 0;
+}
+
 bool anyTaskFailed(const std::vector<LoomWorkerStatus> &status) {
   for (const LoomWorkerStatus &s : status)
-    if (s.error != 0)
+    if (bodyFailed(s))
       return true;
   return false;
 }
 
 std::string describeWorkers(const ProgramTable &table,
-                            const std::vector<LoomWorkerStatus> &status) {
+                            const std::vector<LoomWorkerStatus> &status,
+                            const std::vector<uint64_t> *counts) {
   std::ostringstream os;
-  int listed = 0, unlisted = 0, finished = 0, notStarted = 0;
+  int listed = 0, unlisted = 0, finished = 0, silent = 0;
   for (size_t w = 0; w < status.size(); ++w) {
     const LoomWorkerStatus &s = status[w];
     if (s.task == kStatusDone && s.error == 0) {
@@ -126,7 +139,7 @@ std::string describeWorkers(const ProgramTable &table,
       continue;
     }
     if (s.task == kStatusNotStarted && s.error == 0) {
-      ++notStarted;
+      ++silent;
       continue;
     }
     if (listed == kMaxListedWorkers) {
@@ -135,23 +148,43 @@ std::string describeWorkers(const ProgramTable &table,
     }
     ++listed;
     os << "\n  worker " << w << ": ";
-    if (s.error != 0)
+    if (bodyFailed(s)) {
       os << taskName(table, s.task) << " failed with code " << s.error;
-    else if (s.event < 0)
+      continue;
+    }
+    if (s.event < 0) {
       os << "running " << taskName(table, s.task);
-    else
-      os << taskName(table, s.task) << " waits for "
-         << eventName(table, s.event) << ": count " << s.seen << ", needs "
-         << s.needed;
+      continue;
+    }
+    const bool known = s.event < table.numEvents() && counts &&
+                       static_cast<size_t>(s.event) < counts->size();
+    const uint64_t count = known ? (*counts)[s.event] : s.seen;
+    if (known && s.error == 0 && count >= s.needed) {
+      // The wait is over; the kernel did not say what came after it.
+      os << "running " << taskName(table, s.task)
+         << " or a later task that needed no wait (its wait for "
+         << eventName(table, s.event) << " is over: count " << count
+         << ", needs " << s.needed << ")";
+      continue;
+    }
+    os << taskName(table, s.task) << " waits for " << eventName(table, s.event)
+       << ": count " << count << ", needs " << s.needed;
+    if (s.error == kWaitAborted)
+      os << " (left: abort flag)";
+    else if (s.error == kWaitTimedOut)
+      os << " (gave up: timeout_cycles)";
+    else if (s.error != 0)
+      os << " (left with code " << s.error << ")";
   }
   if (unlisted)
     os << "\n  ... and " << unlisted << " more workers waiting or running";
   if (finished)
     os << "\n  (" << finished << " other worker" << (finished == 1 ? "" : "s")
        << " finished " << (finished == 1 ? "its" : "their") << " tasks)";
-  if (notStarted)
-    os << "\n  (" << notStarted << " worker" << (notStarted == 1 ? "" : "s")
-       << " had not started)";
+  if (silent)
+    os << "\n  (" << silent << " worker" << (silent == 1 ? " has" : "s have")
+       << " not reported: not started, or running tasks that needed no "
+          "wait)";
   return os.str();
 }
 
@@ -160,23 +193,33 @@ std::string describeStall(const ProgramTable &table,
                           uint64_t epoch, uint32_t timeoutMs) {
   std::ostringstream os;
   os << "program " << quoted(table.name()) << " launch " << epoch
-     << " stopped by the watchdog: no worker's status changed for "
-     << timeoutMs << " ms" << describeWorkers(table, status);
+     << " stopped by the watchdog: no worker's status changed for " << timeoutMs
+     << " ms" << describeWorkers(table, status);
   return os.str();
 }
 
 std::string describeDeviceTimeout(const ProgramTable &table,
                                   const std::vector<LoomWorkerStatus> &status,
-                                  uint64_t epoch, uint64_t timeoutCycles) {
+                                  uint64_t epoch, uint64_t timeoutCycles,
+                                  const std::vector<uint64_t> *counts) {
+  std::ostringstream os;
+  if (!status.empty() && noWorkerReported(status)) {
+    // Most likely a kernel that does not write the records at all; a launch
+    // it finished cannot be told from one it gave up on.
+    os << "program " << quoted(table.name()) << " launch " << epoch
+       << ": the kernel ended without writing any worker's LoomWorkerStatus; "
+          "each worker must set its task to -1 when it finishes "
+          "(kernels/common/DeviceAbi.h, runtime/README.md)";
+    return os.str();
+  }
   int unfinished = 0;
   for (const LoomWorkerStatus &s : status)
     unfinished += s.task != kStatusDone;
-  std::ostringstream os;
   os << "program " << quoted(table.name()) << " launch " << epoch
      << " ended with " << unfinished << " worker"
      << (unfinished == 1 ? "" : "s")
      << " unfinished: a wait gave up after timeout_cycles (" << timeoutCycles
-     << " cycles)" << describeWorkers(table, status);
+     << " cycles)" << describeWorkers(table, status, counts);
   return os.str();
 }
 
@@ -187,7 +230,7 @@ std::string describeFailures(const ProgramTable &table,
   int listed = 0, unlisted = 0;
   for (size_t w = 0; w < status.size(); ++w) {
     const LoomWorkerStatus &s = status[w];
-    if (s.error == 0)
+    if (!bodyFailed(s))
       continue;
     if (listed == kMaxListedWorkers) {
       ++unlisted;
@@ -196,8 +239,8 @@ std::string describeFailures(const ProgramTable &table,
     if (listed++)
       os << "\n";
     os << "program " << quoted(table.name()) << " launch " << epoch << ": "
-       << taskName(table, s.task) << " on worker " << w
-       << " failed with code " << s.error;
+       << taskName(table, s.task) << " on worker " << w << " failed with code "
+       << s.error;
   }
   if (unlisted)
     os << "\n... and " << unlisted << " more failed workers";

@@ -5,11 +5,13 @@
 // rather than "unknown kind". The CUDA backend is always built: it needs no
 // CUDA toolkit, and loads libcuda.so.1 only when a cuda device is asked for
 // (so a machine without a driver gets "cannot load libcuda.so.1", by name).
-// A HIP backend (runtime/hip) would add its factory behind LOOMRT_WITH_HIP.
+// The HIP backend likewise needs no ROCm to build and loads libamdhip64 only
+// when a hip device is asked for.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/hip/HipDevice.h"
 #include "runtime/host/HostDevice.h"
 #include "runtime/src/Backend.h"
 
@@ -30,7 +32,7 @@ struct BackendEntry {
 const BackendEntry kBackends[] = {
     {"host", createHostDevice, countHostDevices},
     {"cuda", cuda::createCudaDevice, cuda::countCudaDevices},
-    {"hip", nullptr, nullptr},
+    {"hip", hip::createHipDevice, hip::countHipDevices},
 };
 
 Status findBackend(const char *kind, const BackendEntry **out) {

@@ -4,8 +4,9 @@
  * driver functions the runtime loads (LOOM_CUDA_DRIVER points the runtime at
  * it). Its "GPU" is host memory and its "kernel" runs each worker block on a
  * host thread, interpreting the task table the fake code object points to
- * and following DeviceAbi.h: event counters, LoomWorkerStatus records, the
- * abort flag, timeout_cycles (its clock runs at 1 GHz: a cycle is a ns).
+ * the way kernels/nvidia/Interpreter.cuh does: event counters (and dynamic
+ * mode's queue at events[num_events]), LoomWorkerStatus records, the abort
+ * flag, timeout_cycles (its clock runs at 1 GHz: a cycle is a ns).
  *
  * Task bodies are chosen by the task name's prefix:
  *   step   x[t] = (t == 0 ? 100 * epoch : x[t - 1]) + 1, x = binding 0 (i64)

@@ -180,8 +180,7 @@ loom_device_program(void) {
     static const char kJunk[32] = "not a cubin";
     p->code_object = kJunk;
     p->code_object_size = sizeof(kJunk);
-  }
-  else if (v == "dynamic")
+  } else if (v == "dynamic")
     const_cast<LoomProgramDesc *>(p->program)->mode = LOOM_SCHEDULE_DYNAMIC;
   else if (v == "badabi")
     p->abi_version = LOOM_DEVICE_ABI_VERSION + 1;

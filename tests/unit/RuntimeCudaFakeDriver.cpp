@@ -31,8 +31,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNoDevice = 100,
                    kInvalidDevice = 101, kInvalidImage = 200,
-                   kInvalidContext = 201, kInvalidHandle = 400,
-                   kNotFound = 500, kNotReady = 600, kIllegalAddress = 700,
+                   kInvalidContext = 201, kInvalidHandle = 400, kNotFound = 500,
+                   kNotReady = 600, kIllegalAddress = 700,
                    kCooperativeTooLarge = 720, kNotSupported = 801;
 
 struct Launch {
@@ -116,94 +116,125 @@ bool startsWith(const char *name, const char *prefix) {
 
 //--- The kernel ------------------------------------------------------------//
 
-/// One worker block: the device interpreter loop, as DeviceAbi.h says.
+/// One worker block, as kernels/nvidia/Interpreter.cuh runs it (with its
+/// default LOOM_STATUS_EVERY_TASK=0): a wait that is not already satisfied
+/// is published; bodies are not; a worker leaving a wait records -1 (abort
+/// flag) or -2 (its own timeout, and raises the flag); a failed body records
+/// (task, -1) and its code and raises the flag; a finished worker records
+/// task -1. Dynamic mode takes tickets from events[num_events].
 void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
-               const LoomProgramDesc *p, int32_t w) {
+               const LoomProgramDesc *p, int32_t w, int32_t grid) {
   LoomWorkerStatus *me = &args.status[w];
+  int32_t *abortFlag = const_cast<int32_t *>(args.abort_flag);
+  auto leave = [&] {
+    std::lock_guard<std::mutex> lock(launch->mu);
+    if (launch->remaining.fetch_sub(1) == 1)
+      launch->end = Clock::now();
+  };
   // What a real kernel would fault on.
   if (!args.bindings || !args.events ||
       (p->workspace_bytes > 0 && !args.workspace)) {
     launch->faulted = true;
-    std::lock_guard<std::mutex> lock(launch->mu);
-    if (launch->remaining.fetch_sub(1) == 1)
-      launch->end = Clock::now();
-    return;
+    return leave();
   }
-  auto stopped = [&] {
-    return __atomic_load_n(const_cast<int32_t *>(args.abort_flag),
-                           __ATOMIC_RELAXED) != 0 ||
-           launch->faulted.load();
+  auto publishWait = [&](int32_t task, int32_t event, uint64_t seen,
+                         uint64_t needed) {
+    store(&me->task, task);
+    store(&me->event, event);
+    store(&me->seen, seen);
+    store(&me->needed, needed);
   };
-  auto body = [&](int32_t task) -> bool {
+  auto raiseAbort = [&] { __atomic_store_n(abortFlag, 1, __ATOMIC_RELAXED); };
+  /// 0, or why the wait ended without its count.
+  auto await = [&](int32_t task, int32_t e) -> int {
+    unsigned long long needed =
+        args.epoch * static_cast<unsigned long long>(p->event_needs[e]);
+    unsigned long long seen = load(&args.events[e]);
+    if (seen >= needed)
+      return 0;
+    publishWait(task, e, seen, needed);
+    Clock::time_point began = Clock::now();
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if ((seen = load(&args.events[e])) >= needed)
+        return 0;
+      if (launch->faulted.load())
+        return 1; // the grid is gone; the record stays as it was
+      store(&me->seen, static_cast<uint64_t>(seen));
+      if (__atomic_load_n(abortFlag, __ATOMIC_RELAXED) != 0) {
+        store(&me->error, -1);
+        return 1;
+      }
+      // 1 GHz: cycles are nanoseconds.
+      if (static_cast<unsigned long long>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  Clock::now() - began)
+                  .count()) > args.timeout_cycles) {
+        store(&me->error, -2);
+        raiseAbort();
+        return 1;
+      }
+    }
+  };
+  /// 0, or the body's error code; -1000: the kernel faulted.
+  auto body = [&](int32_t task) -> int32_t {
     const char *name = p->task_names[task];
-    if (startsWith(name, "fail")) {
-      store(&me->error, 42);
-      return false;
-    }
-    if (startsWith(name, "crash")) {
-      launch->faulted = true;
-      return false;
-    }
+    if (startsWith(name, "fail"))
+      return 42;
+    if (startsWith(name, "crash"))
+      return -1000;
     if (startsWith(name, "stuck"))
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     if (startsWith(name, "step")) {
       auto *x = static_cast<int64_t *>(args.bindings[0].data);
-      x[task] = (task == 0 ? 100 * static_cast<int64_t>(args.epoch)
-                           : x[task - 1]) +
-                1;
+      x[task] =
+          (task == 0 ? 100 * static_cast<int64_t>(args.epoch) : x[task - 1]) +
+          1;
     }
-    return true;
+    return 0;
   };
-  auto run = [&]() -> bool {
-    for (int32_t i = p->worker_begin[w]; i < p->worker_begin[w + 1]; ++i) {
-      int32_t task = p->worker_tasks[i];
-      for (int32_t k = p->task_wait_begin[task];
-           k < p->task_wait_begin[task + 1]; ++k) {
-        int32_t e = p->wait_events[k];
-        unsigned long long needed =
-            args.epoch * static_cast<unsigned long long>(p->event_needs[e]);
-        unsigned long long seen = load(&args.events[e]);
-        if (seen >= needed)
-          continue;
-        store(&me->task, task);
-        store(&me->event, e);
-        store(&me->needed, static_cast<uint64_t>(needed));
-        store(&me->seen, static_cast<uint64_t>(seen));
-        Clock::time_point began = Clock::now();
-        while ((seen = load(&args.events[e])) < needed) {
-          store(&me->seen, static_cast<uint64_t>(seen));
-          if (stopped())
-            return false;
-          // 1 GHz: cycles are nanoseconds.
-          if (static_cast<unsigned long long>(
-                  std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      Clock::now() - began)
-                      .count()) > args.timeout_cycles)
-            return false;
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
-        store(&me->seen, static_cast<uint64_t>(seen));
-      }
-      if (stopped())
-        return false;
-      store(&me->task, task);
-      store(&me->event, -1);
-      if (!body(task))
-        return false;
-      for (int32_t k = p->task_trigger_begin[task];
-           k < p->task_trigger_begin[task + 1]; ++k)
-        __atomic_fetch_add(&args.events[p->trigger_events[k]], 1ull,
-                           __ATOMIC_RELEASE);
+
+  const bool dynamic = p->mode == LOOM_SCHEDULE_DYNAMIC;
+  unsigned long long *queue = args.events + p->num_events;
+  const unsigned long long ticketBase =
+      (args.epoch - 1) * static_cast<unsigned long long>(p->num_tasks + grid);
+  int32_t pos = dynamic ? 0 : p->worker_begin[w];
+  const int32_t end = dynamic ? 0 : p->worker_begin[w + 1];
+  for (;;) {
+    int32_t task = -1;
+    if (dynamic) {
+      unsigned long long ticket =
+          __atomic_fetch_add(queue, 1ull, __ATOMIC_RELAXED) - ticketBase;
+      if (ticket < static_cast<unsigned long long>(p->num_tasks))
+        task = p->worker_tasks[ticket];
+    } else if (pos < end) {
+      task = p->worker_tasks[pos++];
     }
-    return true;
-  };
-  if (run()) {
-    store(&me->task, -1);
-    store(&me->event, -1);
+    if (task < 0)
+      break;
+    for (int32_t k = p->task_wait_begin[task];
+         k < p->task_wait_begin[task + 1]; ++k)
+      if (await(task, p->wait_events[k]) != 0)
+        return leave();
+    int32_t error = body(task);
+    if (error == -1000) {
+      launch->faulted = true;
+      return leave();
+    }
+    if (error != 0) {
+      publishWait(task, -1, 0, 0);
+      store(&me->error, error);
+      raiseAbort();
+      return leave();
+    }
+    for (int32_t k = p->task_trigger_begin[task];
+         k < p->task_trigger_begin[task + 1]; ++k)
+      __atomic_fetch_add(&args.events[p->trigger_events[k]], 1ull,
+                         __ATOMIC_RELEASE);
   }
-  std::lock_guard<std::mutex> lock(launch->mu);
-  if (launch->remaining.fetch_sub(1) == 1)
-    launch->end = Clock::now();
+  publishWait(-1, -1, 0, 0);
+  store(&me->error, 0);
+  leave();
 }
 
 CUresult streamState(Stream *s) {
@@ -266,19 +297,39 @@ loom_fake_cuda_stats(LoomFakeCudaStats *stats) {
 
 CUresult cuGetErrorName(CUresult r, const char **out) {
   switch (r) {
-  case kSuccess: *out = "CUDA_SUCCESS"; return kSuccess;
-  case kInvalidValue: *out = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
-  case kNoDevice: *out = "CUDA_ERROR_NO_DEVICE"; return kSuccess;
-  case kInvalidDevice: *out = "CUDA_ERROR_INVALID_DEVICE"; return kSuccess;
-  case kInvalidImage: *out = "CUDA_ERROR_INVALID_IMAGE"; return kSuccess;
-  case kInvalidContext: *out = "CUDA_ERROR_INVALID_CONTEXT"; return kSuccess;
-  case kNotFound: *out = "CUDA_ERROR_NOT_FOUND"; return kSuccess;
-  case kNotReady: *out = "CUDA_ERROR_NOT_READY"; return kSuccess;
-  case kIllegalAddress: *out = "CUDA_ERROR_ILLEGAL_ADDRESS"; return kSuccess;
+  case kSuccess:
+    *out = "CUDA_SUCCESS";
+    return kSuccess;
+  case kInvalidValue:
+    *out = "CUDA_ERROR_INVALID_VALUE";
+    return kSuccess;
+  case kNoDevice:
+    *out = "CUDA_ERROR_NO_DEVICE";
+    return kSuccess;
+  case kInvalidDevice:
+    *out = "CUDA_ERROR_INVALID_DEVICE";
+    return kSuccess;
+  case kInvalidImage:
+    *out = "CUDA_ERROR_INVALID_IMAGE";
+    return kSuccess;
+  case kInvalidContext:
+    *out = "CUDA_ERROR_INVALID_CONTEXT";
+    return kSuccess;
+  case kNotFound:
+    *out = "CUDA_ERROR_NOT_FOUND";
+    return kSuccess;
+  case kNotReady:
+    *out = "CUDA_ERROR_NOT_READY";
+    return kSuccess;
+  case kIllegalAddress:
+    *out = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    return kSuccess;
   case kCooperativeTooLarge:
     *out = "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE";
     return kSuccess;
-  case kNotSupported: *out = "CUDA_ERROR_NOT_SUPPORTED"; return kSuccess;
+  case kNotSupported:
+    *out = "CUDA_ERROR_NOT_SUPPORTED";
+    return kSuccess;
   }
   *out = nullptr;
   return kInvalidValue;
@@ -333,15 +384,33 @@ CUresult cuDeviceGetName(char *name, int len, int device) {
 CUresult cuDeviceGetAttribute(int *value, int attribute, int) {
   const LoomFakeCudaConfig &c = state().config;
   switch (attribute) {
-  case 1: *value = 1024; return kSuccess;           // max threads per block
-  case 13: *value = 1000000; return kSuccess;       // clock, kHz: 1 GHz
-  case 16: *value = c.sm_count; return kSuccess;
-  case 19: *value = c.can_map_host; return kSuccess;
-  case 41: *value = 1; return kSuccess;             // unified addressing
-  case 75: *value = c.cc_major; return kSuccess;
-  case 76: *value = c.cc_minor; return kSuccess;
-  case 95: *value = c.cooperative; return kSuccess;
-  case 97: *value = c.max_smem_optin; return kSuccess;
+  case 1:
+    *value = 1024;
+    return kSuccess; // max threads per block
+  case 13:
+    *value = 1000000;
+    return kSuccess; // clock, kHz: 1 GHz
+  case 16:
+    *value = c.sm_count;
+    return kSuccess;
+  case 19:
+    *value = c.can_map_host;
+    return kSuccess;
+  case 41:
+    *value = 1;
+    return kSuccess; // unified addressing
+  case 75:
+    *value = c.cc_major;
+    return kSuccess;
+  case 76:
+    *value = c.cc_minor;
+    return kSuccess;
+  case 95:
+    *value = c.cooperative;
+    return kSuccess;
+  case 97:
+    *value = c.max_smem_optin;
+    return kSuccess;
   }
   return kInvalidValue;
 }
@@ -419,8 +488,22 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *p, unsigned) {
   return kSuccess;
 }
 
-CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                       void *) {
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr p) {
+  if (noContext())
+    return kInvalidContext;
+  if (attribute != 2) // memory type only
+    return kInvalidValue;
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (inside(state().device, p, 0))
+    *static_cast<unsigned *>(data) = 2; // device
+  else if (inside(state().host, p, 0))
+    *static_cast<unsigned *>(data) = 1; // pinned host
+  else
+    return kInvalidValue;
+  return kSuccess;
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *) {
   if (noContext())
     return kInvalidContext;
   std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
@@ -493,8 +576,7 @@ CUresult cuModuleUnload(Module *module) {
   return kSuccess;
 }
 
-CUresult cuModuleGetFunction(Function **out, Module *module,
-                             const char *name) {
+CUresult cuModuleGetFunction(Function **out, Module *module, const char *name) {
   if (noContext())
     return kInvalidContext;
   if (std::strcmp(name, module->function.code->kernel_name) != 0)
@@ -524,12 +606,11 @@ CUresult cuFuncGetAttribute(int *value, int attribute, Function *) {
 }
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, Function *f,
-                                                     int threads,
-                                                     size_t smem) {
+                                                     int threads, size_t smem) {
   if (noContext())
     return kInvalidContext;
-  const int limit = f->maxDynamicSmem > 48 * 1024 ? f->maxDynamicSmem
-                                                  : 48 * 1024;
+  const int limit =
+      f->maxDynamicSmem > 48 * 1024 ? f->maxDynamicSmem : 48 * 1024;
   *blocks = threads > 1024 || smem > static_cast<size_t>(limit)
                 ? 0
                 : state().config.blocks_per_sm;
@@ -577,7 +658,8 @@ CUresult cuLaunchCooperativeKernel(Function *f, unsigned gx, unsigned gy,
   launch->start = Clock::now();
   stream->current = launch;
   for (unsigned w = 0; w < gx; ++w)
-    std::thread(runWorker, launch, args, program, static_cast<int32_t>(w))
+    std::thread(runWorker, launch, args, program, static_cast<int32_t>(w),
+                static_cast<int32_t>(gx))
         .detach();
   return kSuccess;
 }

@@ -53,7 +53,7 @@ using Clock = std::chrono::steady_clock;
   do {                                                                         \
     EXPECT_EQ((call), (code)) << loomrt_last_error();                          \
     EXPECT_NE(std::string(loomrt_last_error()).find(part), std::string::npos)  \
-        << "message: " << loomrt_last_error() << "\nwanted: " << (part);      \
+        << "message: " << loomrt_last_error() << "\nwanted: " << (part);       \
   } while (false)
 
 /// A test library: where the build put it, else beside this executable (the
@@ -115,8 +115,8 @@ TEST(CudaChecks, ArchMustRunOnTheDevice) {
   EXPECT_TRUE(checkArch("a.so", "sm_90a", CodeKind::Cubin, h200).ok());
   EXPECT_TRUE(checkArch("a.so", "sm_90", CodeKind::Cubin, h200).ok());
   EXPECT_TRUE(checkArch("a.so", "sm_100a", CodeKind::Cubin, b200).ok());
-  EXPECT_TRUE(checkArch("a.so", "sm_100f", CodeKind::Cubin, deviceInfo(10, 3))
-                  .ok());
+  EXPECT_TRUE(
+      checkArch("a.so", "sm_100f", CodeKind::Cubin, deviceInfo(10, 3)).ok());
   EXPECT_TRUE(checkArch("a.so", "sm_80", CodeKind::Ptx, h200).ok());
 
   Status s = checkArch("mla.so", "sm_100a", CodeKind::Cubin, h200);
@@ -254,9 +254,9 @@ LoomWorkerStatus record(int32_t task, int32_t event, uint64_t seen = 0,
 
 TEST(CudaWatchdog, ReportNamesWhatEachWorkerWaitsFor) {
   auto table = smallTable();
-  std::vector<LoomWorkerStatus> status = {
-      record(1, 0, 6, 7), record(2, -1), record(kStatusDone, -1),
-      record(kStatusNotStarted, -1)};
+  std::vector<LoomWorkerStatus> status = {record(1, 0, 6, 7), record(2, -1),
+                                          record(kStatusDone, -1),
+                                          record(kStatusNotStarted, -1)};
   EXPECT_EQ(describeStall(*table, status, 7, 200),
             "program 'small' launch 7 stopped by the watchdog: no worker's "
             "status changed for 200 ms\n"
@@ -308,6 +308,15 @@ TEST(CudaWatchdog, FailuresAndCompletion) {
             "\n  worker 2: task 't#3[0]' (id 3) failed with code 42"
             "\n  worker 3: task 't#2[0]' (id 2) failed with code -1"
             "\n  (2 other workers finished their tasks)");
+
+  std::vector<LoomWorkerStatus> silent(4, record(kStatusNotStarted, -1));
+  EXPECT_TRUE(noWorkerReported(silent));
+  EXPECT_FALSE(noWorkerReported(done));
+  EXPECT_EQ(describeDeviceTimeout(*table, silent, 2, 1000),
+            "program 'small' launch 2: the kernel ended without writing any "
+            "worker's LoomWorkerStatus; each worker must set its task to -1 "
+            "when it finishes (kernels/common/DeviceAbi.h, "
+            "runtime/README.md)");
 
   std::vector<LoomWorkerStatus> unfinished = done;
   unfinished[1] = record(2, 1, 0, 3);
@@ -398,8 +407,7 @@ TEST(CudaDriver, WithoutADriverTheErrorNamesLibcuda) {
   EXPECT_EQ(s, LOOMRT_ERROR_BACKEND_UNAVAILABLE);
   EXPECT_EQ(count, 0);
   std::string text = loomrt_last_error();
-  EXPECT_EQ(text.rfind("cuda: cannot load libcuda.so.1 (libcuda.so.1: ", 0),
-            0u)
+  EXPECT_EQ(text.rfind("cuda: cannot load libcuda.so.1 (libcuda.so.1: ", 0), 0u)
       << text;
   EXPECT_NE(text.find("cannot open shared object file"), std::string::npos)
       << text;
@@ -460,7 +468,8 @@ protected:
     artifact_ = testFile(LOOM_FAKE_CUDA_ARTIFACT);
     env_.push_back(
         std::make_unique<ScopedEnv>(kCudaDriverEnv, driverPath_.c_str()));
-    env_.push_back(std::make_unique<ScopedEnv>(LOOM_FAKE_ARTIFACT_ENV, nullptr));
+    env_.push_back(
+        std::make_unique<ScopedEnv>(LOOM_FAKE_ARTIFACT_ENV, nullptr));
     env_.push_back(std::make_unique<ScopedEnv>("LOOM_WATCHDOG_MS", nullptr));
     // The same handle the runtime gets: one fake GPU, shared state.
     handle_ = ::dlopen(driverPath_.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -621,7 +630,7 @@ TEST_F(FakeCuda, Memory) {
 
 /// Allocates and binds x (i64[7]), poisoned.
 struct Chain {
-  Chain(loomrt_device *device, loomrt_program *program) : device(device) {
+  Chain(loomrt_device *dev, loomrt_program *program) : device(dev) {
     EXPECT_EQ(loomrt_malloc(device, 7 * sizeof(int64_t), &x), LOOMRT_SUCCESS);
     EXPECT_EQ(loomrt_memset(device, x, 0xFF, 7 * sizeof(int64_t)),
               LOOMRT_SUCCESS);
@@ -667,7 +676,8 @@ TEST_F(FakeCuda, RunsAChainOverSeveralLaunches) {
     EXPECT_EQ(s.last_smem, 0u);
     EXPECT_EQ(s.last_epoch, 3u);
     // Twice the default watchdog at the fake's 1 GHz clock.
-    EXPECT_EQ(s.last_timeout_cycles, 2ull * LOOMRT_DEFAULT_WATCHDOG_MS * 1000000);
+    EXPECT_EQ(s.last_timeout_cycles,
+              2ull * LOOMRT_DEFAULT_WATCHDOG_MS * 1000000);
     EXPECT_EQ(s.max_dynamic_smem_attribute, 0); // 48 KiB needs no opt-in
 
     // Another thread may drive the program (one at a time).
@@ -712,8 +722,7 @@ TEST_F(FakeCuda, LargeSharedMemoryIsOptedInto) {
   configure(small);
   loomrt::Device device("cuda", 0);
   loomrt_program *program = nullptr;
-  EXPECT_ERROR(load(device.get(), "bigsmem", &program),
-               LOOMRT_ERROR_RESOURCES,
+  EXPECT_ERROR(load(device.get(), "bigsmem", &program), LOOMRT_ERROR_RESOURCES,
                "program 'chain' wants 102400 bytes of dynamic shared memory "
                "per worker block; " +
                    device0_ + " allows at most 65536");
@@ -823,11 +832,13 @@ TEST_F(FakeCuda, KernelFaultNamesDeviceKernelAndError) {
 TEST_F(FakeCuda, KernelThatIgnoresTheAbortFlagIsLeftRunning) {
   loomrt_device *device = nullptr;
   ASSERT_EQ(loomrt_device_create("cuda", 0, &device), LOOMRT_SUCCESS);
-  loomrt_program *program = nullptr;
+  loomrt_program *program = nullptr, *bystander = nullptr;
   ASSERT_EQ(load(device, "stuck", &program), LOOMRT_SUCCESS);
+  ASSERT_EQ(load(device, "chain", &bystander), LOOMRT_SUCCESS);
   void *x = nullptr;
   ASSERT_EQ(loomrt_malloc(device, 56, &x), LOOMRT_SUCCESS);
   ASSERT_EQ(loomrt_program_bind(program, 0, x, nullptr, 0), LOOMRT_SUCCESS);
+  ASSERT_EQ(loomrt_program_bind(bystander, 0, x, nullptr, 0), LOOMRT_SUCCESS);
   ASSERT_EQ(loomrt_program_set_watchdog_ms(program, 100), LOOMRT_SUCCESS);
   Clock::time_point start = Clock::now();
   ASSERT_EQ(loomrt_launch(program), LOOMRT_SUCCESS);
@@ -854,6 +865,12 @@ TEST_F(FakeCuda, KernelThatIgnoresTheAbortFlagIsLeftRunning) {
                               "forever for a kernel that did not stop "
                               "(kernel 'loom_fake_kernel' of program 'stuck' "
                               "launch 1: the kernel did not exit");
+  // Another program could never have all its blocks resident beside it.
+  EXPECT_ERROR_HAS(loomrt_launch(bystander), LOOMRT_ERROR_DEVICE,
+                   "program 'chain' cannot launch: " + device0_ +
+                       " still runs a kernel that did not stop (kernel "
+                       "'loom_fake_kernel' of program 'stuck' launch 1: ");
+  EXPECT_EQ(loomrt_program_destroy(bystander), LOOMRT_SUCCESS);
   EXPECT_EQ(loomrt_program_destroy(program), LOOMRT_SUCCESS);
   EXPECT_EQ(loomrt_device_destroy(device), LOOMRT_SUCCESS);
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1400));
@@ -959,11 +976,11 @@ TEST_F(FakeCuda, BadArtifacts) {
                  "cuda program '" + host +
                      "' does not export 'loom_device_program' (it is a host "
                      "program: load it on a \"host\" device)");
-    EXPECT_ERROR(loomrt_program_load(device.get(), "/nonexistent/mla.so", 0,
-                                     &program),
-                 LOOMRT_ERROR_LOAD_FAILED,
-                 "cannot load cuda program '/nonexistent/mla.so': No such "
-                 "file or directory");
+    EXPECT_ERROR(
+        loomrt_program_load(device.get(), "/nonexistent/mla.so", 0, &program),
+        LOOMRT_ERROR_LOAD_FAILED,
+        "cannot load cuda program '/nonexistent/mla.so': No such "
+        "file or directory");
     LoomProgramDesc desc{};
     EXPECT_ERROR(loomrt_program_from_desc(device.get(), &desc, 0, &program),
                  LOOMRT_ERROR_INVALID_ARGUMENT,
@@ -993,6 +1010,44 @@ TEST_F(FakeCuda, BindingsAreChecked) {
                LOOMRT_ERROR_BINDING,
                "program 'chain': cannot bind buffer 'x' (index 0, i64[7]): "
                "dim 0 is 8, declared 7");
+}
+
+TEST_F(FakeCuda, BoundMemoryIsCheckedAtLaunch) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  // Host memory on a GPU would fault the whole context.
+  std::vector<int64_t> host(7);
+  program.bind("x", host.data());
+  EXPECT_ERROR_HAS(loomrt_launch(raw), LOOMRT_ERROR_BINDING,
+                   "program 'chain' launch 1: buffer 'x' (index 0, i64[7]) "
+                   "bound to ");
+  EXPECT_ERROR_HAS(loomrt_launch(raw), LOOMRT_ERROR_BINDING,
+                   " with dims [7] (56 bytes) is not memory the CUDA driver "
+                   "knows (CUDA_ERROR_INVALID_VALUE (invalid argument)): "
+                   "bind memory from loomrt_malloc on " +
+                       device0_);
+  // Too small: the kernel would write past it.
+  loomrt::Memory small = device.alloc(48);
+  program.bind("x", small.get());
+  EXPECT_ERROR_HAS(loomrt_launch(raw), LOOMRT_ERROR_BINDING,
+                   " with dims [7] (56 bytes) runs past the end of its "
+                   "allocation (48 bytes from ");
+  // Inside a larger allocation is fine; a refused launch does not fail the
+  // program.
+  loomrt::Memory big = device.alloc(1024);
+  program.bind("x", static_cast<char *>(big.get()) + 512);
+  program.run();
+  EXPECT_EQ(program.epoch(), 1u);
+  // An unchanged binding is checked again once memory was freed: it may
+  // dangle, or point into a smaller allocation made since at its address.
+  loomrt::Memory other = device.alloc(56);
+  program.bind("x", other.get());
+  program.run();
+  other.reset();
+  loomrt::Memory reused = device.alloc(16);
+  EXPECT_EQ(loomrt_launch(raw), LOOMRT_ERROR_BINDING) << loomrt_last_error();
 }
 
 //===----------------------------------------------------------------------===//

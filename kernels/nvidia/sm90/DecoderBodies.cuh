@@ -19,7 +19,7 @@
 //
 // Shared memory per body (kThreads = 256), see the *SmemBytes functions:
 //   rmsnormRows 32 B, linearTile/linearPartial 32 KB, rope 2 KB,
-//   gqaDecodeSplit 33 KB (D = 128) / 66 KB (D = 256), argmaxRows 96 B,
+//   gqaDecodeSplit 33 KB (D = 128) / 66 KB (D = 256), argmaxRows 128 B,
 //   the others none.
 //
 //===----------------------------------------------------------------------===//
@@ -35,6 +35,10 @@ namespace loom {
 namespace sm90 {
 
 namespace nv = ::loom::nvidia;
+using nv::ceilDiv;
+using nv::imax;
+using nv::imin;
+using nv::roundUp;
 
 namespace detail {
 template <typename T> struct NoDeduce { using type = T; };
@@ -85,7 +89,7 @@ __device__ void fillRow(TD *dst, int64_t n, float value) {
 // rmsnorm
 //===----------------------------------------------------------------------===//
 
-template <int kThreads> constexpr int64_t rmsnormSmemBytes() {
+template <int kThreads> __host__ __device__ constexpr int64_t rmsnormSmemBytes() {
   return kThreads / 32 * 4;
 }
 
@@ -184,7 +188,7 @@ __device__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int64_t D,
 //===----------------------------------------------------------------------===//
 
 /// Partial tiles of a K-split tile: one 32 x 32 float tile per warp.
-template <int kThreads> constexpr int64_t linearSmemBytes() {
+template <int kThreads> __host__ __device__ constexpr int64_t linearSmemBytes() {
   return kThreads / 32 * 32 * 32 * 4;
 }
 
@@ -499,7 +503,7 @@ namespace detail {
 constexpr int64_t kRopePairs = 256;
 } // namespace detail
 
-template <int kThreads> constexpr int64_t ropeSmemBytes() {
+template <int kThreads> __host__ __device__ constexpr int64_t ropeSmemBytes() {
   return 2 * detail::kRopePairs * 4;
 }
 
@@ -584,7 +588,8 @@ __device__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *slotMapping,
     const int64_t slot = int64_t(slotMapping[t]);
     if (slot < 0)
       continue;
-    const int64_t row = (slot / P) * P + slot % P;
+    const int64_t row = slot; // page slot / P, entry slot % P
+    (void)P;
     detail::copyRow<kThreads>(k + t * Hkv * D, kCache + row * Hkv * D,
                               Hkv * D);
     detail::copyRow<kThreads>(v + t * Hkv * Dv, vCache + row * Hkv * Dv,
@@ -608,7 +613,7 @@ constexpr int kGqaUnroll = 2;
 
 /// Shared memory of gqaDecodeSplit's fast path for head dim D (<= 256).
 template <int kThreads>
-constexpr int64_t gqaSplitSmemBytes(int64_t D = 256) {
+__host__ __device__ constexpr int64_t gqaSplitSmemBytes(int64_t D = 256) {
   return int64_t(kThreads / 32) * detail::kGqaMaxGroup * (D + 2) * 4;
 }
 
@@ -990,8 +995,8 @@ __device__ int32_t embedding(const TT *table, const TId *ids, TY *y,
   return status;
 }
 
-template <int kThreads> constexpr int64_t argmaxSmemBytes() {
-  return kThreads / 32 * 12;
+template <int kThreads> __host__ __device__ constexpr int64_t argmaxSmemBytes() {
+  return kThreads / 32 * 16;
 }
 
 namespace detail {

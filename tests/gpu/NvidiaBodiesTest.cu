@@ -1,0 +1,1516 @@
+//===- NvidiaBodiesTest.cu - Device task bodies vs host bodies, loop test -===//
+//
+// Standalone (no gtest): builds with nvcc alone on the GPU machine.
+//
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I<repo> \
+//        tests/gpu/NvidiaBodiesTest.cu -o nvidia-bodies-test
+//   ./nvidia-bodies-test            # LOOM_SEED=<n> reproduces a run
+//
+// Part 1, bodies: for every device body, random non-zero inputs (the seed is
+// printed), outputs and workspaces poisoned with NaN before each launch, the
+// tiles of each phase run one per block in one launch (the tile arithmetic
+// of targets/host/EmitHost.cpp, tiling parameters of passes/TaskModel.cpp
+// for a 132-worker H200), and the results compared with the host bodies of
+// kernels/host on the same inputs: elementwise |dev - ref| <= atol +
+// rtol |ref|, relative RMS error, and NaN in exactly the same places (so
+// nothing outside a body's region is written and nothing inside is
+// missed). Intermediate workspaces (split-K partials, attention partials,
+// KDA chunk slots) are compared too, so a layout slip shows where it is.
+//
+// Part 2, the persistent loop: a hand-built task table (a chain hopping
+// across all blocks, a fan-out/fan-in diamond, a multi-event wait) run for
+// 5 epochs without resetting the counters, static and dynamic mode, with a
+// cooperative launch; then a planted deadlock (timeout), the host abort
+// flag, and a failing body, each of which must come back with the status
+// saying who waited on what.
+//
+// Prints one line per check and "N passed, M failed"; exits 1 on failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kernels/host/DecoderBodies.h"
+#include "kernels/host/KdaBodies.h"
+#include "kernels/host/MlaBodies.h"
+
+#include "kernels/nvidia/Interpreter.cuh"
+#include "kernels/nvidia/sm90/DecoderBodies.cuh"
+#include "kernels/nvidia/sm90/KdaBodies.cuh"
+#include "kernels/nvidia/sm90/MlaBodies.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using loom::bf16;
+using loom::f16;
+namespace host = loom::host;
+namespace sm90 = loom::sm90;
+namespace lnv = loom::nvidia;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kWorkers = 132; // H200: the tilings below assume it
+
+#define CUDA_CHECK(expr)                                                       \
+  do {                                                                         \
+    cudaError_t err_ = (expr);                                                 \
+    if (err_ != cudaSuccess) {                                                 \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,      \
+                   cudaGetErrorString(err_));                                  \
+      std::exit(2);                                                            \
+    }                                                                          \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
+// Random inputs, poison, device buffers
+//===----------------------------------------------------------------------===//
+
+uint64_t gSeed;
+std::mt19937_64 gRng;
+
+float uni(float lo, float hi) {
+  return std::uniform_real_distribution<float>(lo, hi)(gRng);
+}
+int64_t irand(int64_t lo, int64_t hi) { // inclusive
+  return std::uniform_int_distribution<int64_t>(lo, hi)(gRng);
+}
+
+template <typename T> T fromF(float v);
+template <> bf16 fromF<bf16>(float v) { return loom::toBf16(v); }
+template <> f16 fromF<f16>(float v) { return loom::toF16(v); }
+template <> float fromF<float>(float v) { return v; }
+template <typename T> float toF(T v) { return loom::toFloat(v); }
+
+template <typename T> T poison();
+template <> bf16 poison<bf16>() { return bf16{0x7fc0}; }
+template <> f16 poison<f16>() { return f16{0x7e00}; }
+template <> float poison<float>() {
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
+/// Non-zero values in [lo, hi) (|v| >= 1e-3 of the range).
+template <typename T> std::vector<T> randVec(size_t n, float lo, float hi) {
+  std::vector<T> v(n);
+  const float tiny = 1e-3f * (hi - lo);
+  for (auto &x : v) {
+    float f;
+    do
+      f = uni(lo, hi);
+    while (std::fabs(f) < tiny);
+    x = fromF<T>(f);
+  }
+  return v;
+}
+
+template <typename T> std::vector<T> poisonVec(size_t n) {
+  return std::vector<T>(n, poison<T>());
+}
+
+template <typename T> struct Dev {
+  T *p = nullptr;
+  size_t n = 0;
+  Dev() = default;
+  explicit Dev(size_t count) : n(count) {
+    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
+  }
+  explicit Dev(const std::vector<T> &v) : Dev(v.size()) { put(v); }
+  Dev(const Dev &) = delete;
+  Dev &operator=(const Dev &) = delete;
+  Dev(Dev &&o) noexcept : p(o.p), n(o.n) { o.p = nullptr; }
+  Dev &operator=(Dev &&o) noexcept {
+    std::swap(p, o.p);
+    std::swap(n, o.n);
+    return *this;
+  }
+  ~Dev() { cudaFree(p); }
+  void put(const std::vector<T> &v) {
+    CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T),
+                          cudaMemcpyHostToDevice));
+  }
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    CUDA_CHECK(
+        cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+};
+
+/// Runs fn(0..n) on all host cores: the host references are the slow part.
+template <typename F> void parallelFor(int64_t n, const F &fn) {
+  const int64_t threads =
+      std::max<int64_t>(1, std::thread::hardware_concurrency());
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int64_t i = 0; i < std::min(threads, n); ++i)
+    pool.emplace_back([&] {
+      for (int64_t j; (j = next++) < n;)
+        fn(j);
+    });
+  for (auto &t : pool)
+    t.join();
+}
+
+int64_t gMaxSmem = 0; // sharedMemPerBlockOptin
+
+//===----------------------------------------------------------------------===//
+// Checks
+//===----------------------------------------------------------------------===//
+
+int gPassed = 0, gFailed = 0;
+
+void report(bool ok, const std::string &name, const std::string &detail) {
+  (ok ? gPassed : gFailed)++;
+  std::printf("[%s] %-44s %s\n", ok ? " OK " : "FAIL", name.c_str(),
+              detail.c_str());
+  std::fflush(stdout);
+}
+
+template <typename T> double rmsOf(const std::vector<T> &v) {
+  double s = 0;
+  size_t n = 0;
+  for (const T &x : v) {
+    double f = toF(x);
+    if (!std::isnan(f)) {
+      s += f * f;
+      ++n;
+    }
+  }
+  return n ? std::sqrt(s / double(n)) : 0.0;
+}
+
+/// Elementwise |d - r| <= atol + rtol |r| and relative RMS error <= rmsTol,
+/// NaN in the same places.
+template <typename T>
+bool compare(const std::string &name, const std::vector<T> &dev,
+             const std::vector<T> &ref, double atol, double rtol,
+             double rmsTol = 1.0) {
+  double maxAbs = 0, worst = 0, num = 0, den = 0;
+  size_t nanMismatch = 0, firstBad = size_t(-1), compared = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = toF(dev[i]), r = toF(ref[i]);
+    if (std::isnan(d) || std::isnan(r)) {
+      if (std::isnan(d) != std::isnan(r)) {
+        if (!nanMismatch++)
+          firstBad = i;
+      }
+      continue;
+    }
+    ++compared;
+    const double e = std::fabs(d - r);
+    maxAbs = std::max(maxAbs, e);
+    const double ratio = e / (atol + rtol * std::fabs(r));
+    if (ratio > worst) {
+      worst = ratio;
+      if (ratio > 1 && firstBad == size_t(-1))
+        firstBad = i;
+    }
+    num += (d - r) * (d - r);
+    den += r * r;
+  }
+  const double relRms = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  const bool ok = nanMismatch == 0 && worst <= 1.0 && relRms <= rmsTol &&
+                  compared > 0;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "n=%zu max|err|=%.3g worst=%.3g relRMS=%.3g nanMismatch=%zu",
+                compared, maxAbs, worst, relRms, nanMismatch);
+  std::string detail = buf;
+  if (!ok && firstBad != size_t(-1)) {
+    std::snprintf(buf, sizeof buf, " first bad [%zu]: dev=%g ref=%g",
+                  firstBad, double(toF(dev[firstBad])),
+                  double(toF(ref[firstBad])));
+    detail += buf;
+  }
+  report(ok, name, detail);
+  return ok;
+}
+
+//===----------------------------------------------------------------------===//
+// One tile per block, one launch per phase
+//===----------------------------------------------------------------------===//
+
+template <typename F>
+__global__ void __launch_bounds__(kThreads, 1) tileKernel(F f,
+                                                          int32_t *status) {
+  extern __shared__ __align__(128) char smem[];
+  const int32_t err = f(int64_t(blockIdx.x), smem);
+  if (threadIdx.x == 0 && err != 0)
+    atomicMax(status, err);
+}
+
+/// Runs tiles [0, tiles) of `f` with `smemBytes` of dynamic shared memory;
+/// returns the largest status code a tile returned.
+template <typename F>
+int32_t runTiles(const F &f, int64_t tiles, int64_t smemBytes) {
+  static int32_t *dStatus = [] {
+    int32_t *p;
+    CUDA_CHECK(cudaMalloc(&p, sizeof(int32_t)));
+    return p;
+  }();
+  CUDA_CHECK(cudaMemset(dStatus, 0, sizeof(int32_t)));
+  CUDA_CHECK(cudaFuncSetAttribute(tileKernel<F>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(smemBytes)));
+  tileKernel<F><<<unsigned(tiles), kThreads, size_t(smemBytes)>>>(f, dStatus);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  int32_t status = 0;
+  CUDA_CHECK(cudaMemcpy(&status, dStatus, sizeof status,
+                        cudaMemcpyDeviceToHost));
+  return status;
+}
+
+void expectStatus(const std::string &name, int32_t got, int32_t want) {
+  if (got != want)
+    report(false, name + " status",
+           "body returned " + std::to_string(got) + ", expected " +
+               std::to_string(want));
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+/// partitionRows / partitionElements of TaskModel.cpp.
+int64_t rowsPerTask(int64_t rows) { return ceilDiv(rows, kWorkers); }
+int64_t elementsPerTask(int64_t n) {
+  return std::max<int64_t>(256, roundUp(ceilDiv(n, kWorkers), 256));
+}
+
+//===----------------------------------------------------------------------===//
+// rmsnorm
+//===----------------------------------------------------------------------===//
+
+struct RmsnormTile {
+  const bf16 *x;
+  const bf16 *w;
+  bf16 *y;
+  int64_t D, rows, per;
+  float eps;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t r0 = tile * per, r1 = lnv::imin(rows, r0 + per);
+    if (r0 >= r1)
+      return 0;
+    return sm90::rmsnormRows<kThreads>(x, w, y, D, eps, r0, r1, smem);
+  }
+};
+
+void testRmsnorm(int64_t rows, int64_t D, bool inPlace) {
+  const std::string name = "rmsnorm R=" + std::to_string(rows) +
+                           " D=" + std::to_string(D) +
+                           (inPlace ? " in-place" : "");
+  auto x = randVec<bf16>(rows * D, -2, 2);
+  auto w = randVec<bf16>(D, 0.5f, 1.5f);
+  const float eps = 1e-5f;
+  std::vector<bf16> ref = inPlace ? x : poisonVec<bf16>(rows * D);
+  host::rmsnormRows(x.data(), w.data(), ref.data(), D, eps, 0, rows);
+  Dev<bf16> dx(x), dw(w), dy(poisonVec<bf16>(rows * D));
+  const int64_t per = rowsPerTask(rows);
+  RmsnormTile f{dx.p, dw.p, inPlace ? dx.p : dy.p, D, rows, per, eps};
+  expectStatus(name, runTiles(f, ceilDiv(rows, per),
+                              sm90::rmsnormSmemBytes<kThreads>()),
+               0);
+  compare(name, inPlace ? dx.get() : dy.get(), ref, 1e-2, 1e-2);
+}
+
+//===----------------------------------------------------------------------===//
+// linear
+//===----------------------------------------------------------------------===//
+
+template <typename TIn> struct LinearTileF {
+  const TIn *x;
+  const bf16 *w;
+  const bf16 *residual;
+  bf16 *y;
+  int64_t M, K, N, nTile;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t n0 = tile * nTile, n1 = lnv::imin(N, n0 + nTile);
+    return sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1,
+                                      smem);
+  }
+};
+
+struct LinearPartialF {
+  const bf16 *x;
+  const bf16 *w;
+  float *scratch;
+  int64_t M, maxM, K, N, nTile, splits;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t nt = tile / splits, s = tile % splits;
+    const int64_t n0 = nt * nTile, n1 = lnv::imin(N, n0 + nTile);
+    const int64_t kPer = (K + splits - 1) / splits;
+    const int64_t k0 = s * kPer, k1 = lnv::imin(K, k0 + kPer);
+    return sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K,
+                                         N, n0, n1, k0, k1, smem);
+  }
+};
+
+struct LinearReduceF {
+  const float *scratch;
+  const bf16 *residual;
+  bf16 *y;
+  int64_t M, maxM, N, nTile, splits;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t n0 = tile * nTile, n1 = lnv::imin(N, n0 + nTile);
+    return sm90::linearReduce<kThreads, bf16>(scratch, splits, maxM * N,
+                                              residual, y, M, N, n0, n1, smem);
+  }
+};
+
+/// nTile / splits as partitionLinear chooses them (unless forced).
+void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
+                int64_t forceNTile = 0) {
+  int64_t nTile =
+      std::clamp<int64_t>(roundUp(ceilDiv(N, kWorkers), 16), 16, 512);
+  if (forceNTile)
+    nTile = forceNTile;
+  const int64_t nTiles = ceilDiv(N, nTile);
+  int64_t splits = 1;
+  if (2 * nTiles < kWorkers && K >= 512)
+    splits = std::max<int64_t>(1, std::min(kWorkers / nTiles, K / 256));
+  const int64_t maxM = std::max<int64_t>(M, 32);
+  char nameBuf[128];
+  std::snprintf(nameBuf, sizeof nameBuf,
+                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s",
+                (long long)M, (long long)K, (long long)N, (long long)nTile,
+                (long long)splits, residual ? " +res" : "");
+  const std::string name = nameBuf;
+
+  const float ws = 1.0f / std::sqrt(float(K));
+  auto x = randVec<bf16>(maxM * K, -1, 1);
+  auto w = randVec<bf16>(N * K, -ws, ws);
+  auto res = randVec<bf16>(maxM * N, -1, 1);
+  const bf16 *resH = residual ? res.data() : nullptr;
+  Dev<bf16> dx(x), dw(w), dres(res), dy(poisonVec<bf16>(maxM * N));
+  const bf16 *resD = residual ? dres.p : nullptr;
+  std::vector<bf16> ref = poisonVec<bf16>(maxM * N);
+
+  if (splits == 1) {
+    parallelFor(ceilDiv(N, 64), [&](int64_t c) {
+      host::linearTile(x.data(), w.data(), resH, ref.data(), M, K, N, c * 64,
+                       std::min<int64_t>(N, c * 64 + 64));
+    });
+    LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile};
+    expectStatus(name, runTiles(f, nTiles, sm90::linearSmemBytes<kThreads>()),
+                 0);
+    compare(name, dy.get(), ref, 2e-2, 1e-2);
+    return;
+  }
+  const int64_t kPer = ceilDiv(K, splits);
+  std::vector<float> refScratch =
+      poisonVec<float>(host::linearSplitKWorkspaceFloats(maxM, N, splits));
+  parallelFor(splits, [&](int64_t s) {
+    host::linearPartial(x.data(), w.data(), refScratch.data() + s * maxM * N,
+                        M, K, N, 0, N, s * kPer,
+                        std::min<int64_t>(K, s * kPer + kPer));
+  });
+  host::linearReduce(refScratch.data(), splits, maxM * N, resH, ref.data(), M,
+                     N, 0, N);
+  Dev<float> dScratch(poisonVec<float>(refScratch.size()));
+  LinearPartialF f0{dx.p, dw.p, dScratch.p, M, maxM, K, N, nTile, splits};
+  expectStatus(name, runTiles(f0, nTiles * splits,
+                              sm90::linearSmemBytes<kThreads>()),
+               0);
+  compare(name + " partials", dScratch.get(), refScratch, 1e-3, 1e-3);
+  LinearReduceF f1{dScratch.p, resD, dy.p, M, maxM, N, nTile, splits};
+  expectStatus(name, runTiles(f1, nTiles, 0), 0);
+  compare(name, dy.get(), ref, 2e-2, 1e-2);
+}
+
+/// Unaligned K (the plain path), x in float.
+void testLinearGeneric() {
+  const int64_t M = 3, K = 1001, N = 64, nTile = 16;
+  const std::string name = "linear generic M=3 K=1001 N=64 x=f32";
+  auto x = randVec<float>(M * K, -1, 1);
+  auto w = randVec<bf16>(N * K, -0.05f, 0.05f);
+  std::vector<bf16> ref = poisonVec<bf16>(M * N);
+  host::linearTile(x.data(), w.data(), static_cast<const bf16 *>(nullptr),
+                   ref.data(), M, K, N, 0, N);
+  Dev<float> dx(x);
+  Dev<bf16> dw(w), dy(poisonVec<bf16>(M * N));
+  LinearTileF<float> f{dx.p, dw.p, nullptr, dy.p, M, K, N, nTile};
+  expectStatus(name, runTiles(f, N / nTile, sm90::linearSmemBytes<kThreads>()),
+               0);
+  compare(name, dy.get(), ref, 2e-2, 1e-2);
+}
+
+//===----------------------------------------------------------------------===//
+// rope, kv_append
+//===----------------------------------------------------------------------===//
+
+struct RopeTile {
+  const bf16 *x;
+  const int32_t *pos;
+  bf16 *y;
+  int64_t H, D, rot, rows, per;
+  float theta;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t r0 = tile * per, r1 = lnv::imin(rows, r0 + per);
+    if (r0 >= r1)
+      return 0;
+    return sm90::rope<kThreads>(x, pos, y, H, D, rot, theta, r0, r1, smem);
+  }
+};
+
+void testRope(int64_t T, int64_t H, int64_t D, int64_t rot, bool inPlace,
+              int64_t forcePer = 0) {
+  char nameBuf[128];
+  std::snprintf(nameBuf, sizeof nameBuf, "rope T=%lld H=%lld D=%lld rot=%lld%s",
+                (long long)T, (long long)H, (long long)D, (long long)rot,
+                inPlace ? " in-place" : "");
+  const std::string name = nameBuf;
+  const int64_t rows = T * H;
+  auto x = randVec<bf16>(rows * D, -2, 2);
+  std::vector<int32_t> pos(T);
+  for (auto &p : pos)
+    p = int32_t(irand(0, 131071));
+  const float theta = 500000.f;
+  std::vector<bf16> ref = inPlace ? x : poisonVec<bf16>(rows * D);
+  host::rope(x.data(), pos.data(), ref.data(), H, D, rot, theta, 0, rows);
+  Dev<bf16> dx(x), dy(poisonVec<bf16>(rows * D));
+  Dev<int32_t> dpos(pos);
+  const int64_t per = forcePer ? forcePer : rowsPerTask(rows);
+  RopeTile f{dx.p, dpos.p, inPlace ? dx.p : dy.p, H, D, rot, rows, per, theta};
+  expectStatus(name, runTiles(f, ceilDiv(rows, per),
+                              sm90::ropeSmemBytes<kThreads>()),
+               0);
+  compare(name, inPlace ? dx.get() : dy.get(), ref, 1e-2, 1e-2);
+}
+
+struct KvAppendTile {
+  const bf16 *k;
+  const bf16 *v;
+  const int32_t *slots;
+  bf16 *kc;
+  bf16 *vc;
+  int64_t Hkv, D, Dv, P, T;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::kvAppend<kThreads>(k, v, slots, kc, vc, Hkv, D, Dv, P, tile,
+                                    lnv::imin(T, tile + 1), smem);
+  }
+};
+
+void testKvAppend() {
+  const int64_t T = 32, Hkv = 8, D = 128, Dv = 128, P = 16, pages = 64;
+  const std::string name = "kv_append T=32 Hkv=8 D=128 P=16";
+  auto k = randVec<bf16>(T * Hkv * D, -1, 1);
+  auto v = randVec<bf16>(T * Hkv * Dv, -1, 1);
+  std::vector<int32_t> all(pages * P);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), gRng);
+  std::vector<int32_t> slots(all.begin(), all.begin() + T);
+  slots[3] = slots[17] = -1; // padding tokens
+  auto kc = poisonVec<bf16>(pages * P * Hkv * D);
+  auto vc = poisonVec<bf16>(pages * P * Hkv * Dv);
+  Dev<bf16> dk(k), dv(v), dkc(kc), dvc(vc);
+  Dev<int32_t> ds(slots);
+  host::kvAppend(k.data(), v.data(), slots.data(), kc.data(), vc.data(), Hkv,
+                 D, Dv, P, 0, T);
+  KvAppendTile f{dk.p, dv.p, ds.p, dkc.p, dvc.p, Hkv, D, Dv, P, T};
+  expectStatus(name, runTiles(f, T, 0), 0);
+  compare(name + " k_cache", dkc.get(), kc, 0, 0);
+  compare(name + " v_cache", dvc.get(), vc, 0, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Paged layouts (gqa, mla)
+//===----------------------------------------------------------------------===//
+
+/// Request b's pages are kv_indices[indptr[b] .. indptr[b+1]), scattered
+/// over numPages (some never used).
+struct Paged {
+  std::vector<int32_t> lens, indptr, indices;
+  int64_t numPages = 0;
+};
+
+Paged makePaged(const std::vector<int32_t> &lens, int64_t P) {
+  Paged pg;
+  pg.lens = lens;
+  pg.indptr.push_back(0);
+  int64_t total = 0;
+  for (int32_t l : lens) {
+    total += ceilDiv(l, P);
+    pg.indptr.push_back(int32_t(total));
+  }
+  pg.numPages = total + 7;
+  std::vector<int32_t> ids(pg.numPages);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), gRng);
+  pg.indices.assign(ids.begin(), ids.begin() + total);
+  if (pg.indices.empty())
+    pg.indices.push_back(0);
+  return pg;
+}
+
+/// A [numPages, P, rowElems] cache: random where a token lives, NaN in the
+/// unused tail of last pages and in unused pages.
+template <typename T>
+std::vector<T> makeCache(const Paged &pg, int64_t P, int64_t rowElems) {
+  std::vector<T> c = poisonVec<T>(pg.numPages * P * rowElems);
+  for (size_t b = 0; b < pg.lens.size(); ++b)
+    for (int64_t t = 0; t < pg.lens[b]; ++t) {
+      const int64_t row = int64_t(pg.indices[pg.indptr[b] + t / P]) * P + t % P;
+      for (int64_t i = 0; i < rowElems; ++i)
+        c[row * rowElems + i] = fromF<T>(uni(-1, 1));
+    }
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// gqa_decode
+//===----------------------------------------------------------------------===//
+
+struct GqaSplitTile {
+  const bf16 *q;
+  const bf16 *kc;
+  const bf16 *vc;
+  const int32_t *indptr, *indices, *lens;
+  float *ws;
+  int64_t batch, maxB, Hq, Hkv, D, Dv, P, S;
+  float scale;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t pair = tile / S, s = tile % S;
+    return sm90::gqaDecodeSplit<kThreads>(q, kc, vc, indptr, indices, lens, ws,
+                                          batch, maxB, Hq, Hkv, D, Dv, P, S,
+                                          scale, pair / Hkv, pair % Hkv, s,
+                                          smem);
+  }
+};
+
+struct GqaMergeTile {
+  const float *ws;
+  bf16 *o;
+  int64_t batch, maxB, Hq, Hkv, Dv, S;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::gqaDecodeMerge<kThreads>(ws, o, batch, maxB, Hq, Hkv, Dv, S,
+                                          tile / Hkv, tile % Hkv, smem);
+  }
+};
+
+void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
+             int64_t D, int64_t P) {
+  const int64_t batch = int64_t(lens.size()), Dv = D;
+  const int64_t S = std::clamp<int64_t>(kWorkers / (maxB * Hkv), 1, 16);
+  char nameBuf[160];
+  std::snprintf(nameBuf, sizeof nameBuf,
+                "gqa B=%lld/%lld Hq=%lld Hkv=%lld D=%lld P=%lld S=%lld",
+                (long long)batch, (long long)maxB, (long long)Hq,
+                (long long)Hkv, (long long)D, (long long)P, (long long)S);
+  const std::string name = nameBuf;
+  lens.resize(maxB, 0); // rows past the runtime batch: never read
+  Paged pg = makePaged(lens, P);
+  auto kc = makeCache<bf16>(pg, P, Hkv * D);
+  auto vc = makeCache<bf16>(pg, P, Hkv * Dv);
+  auto q = randVec<bf16>(maxB * Hq * D, -1, 1);
+  const float scale = 1.0f / std::sqrt(float(D));
+  const int64_t wsFloats = host::gqaWorkspaceFloats(maxB, S, Hq, Dv);
+  std::vector<float> refWs = poisonVec<float>(wsFloats);
+  std::vector<bf16> ref = poisonVec<bf16>(maxB * Hq * Dv);
+  parallelFor(maxB * Hkv * S, [&](int64_t t) {
+    const int64_t pair = t / S;
+    host::gqaDecodeSplit(q.data(), kc.data(), vc.data(), pg.indptr.data(),
+                         pg.indices.data(), lens.data(), refWs.data(), batch,
+                         maxB, Hq, Hkv, D, Dv, P, S, scale, pair / Hkv,
+                         pair % Hkv, t % S);
+  });
+  for (int64_t t = 0; t < maxB * Hkv; ++t)
+    host::gqaDecodeMerge(refWs.data(), ref.data(), batch, maxB, Hq, Hkv, Dv, S,
+                         t / Hkv, t % Hkv);
+
+  Dev<bf16> dq(q), dkc(kc), dvc(vc), dout(poisonVec<bf16>(ref.size()));
+  Dev<int32_t> dip(pg.indptr), dind(pg.indices), dlens(lens);
+  Dev<float> dws(poisonVec<float>(wsFloats));
+  GqaSplitTile f0{dq.p, dkc.p, dvc.p, dip.p, dind.p, dlens.p, dws.p, batch,
+                  maxB, Hq, Hkv, D, Dv, P, S, scale};
+  expectStatus(name, runTiles(f0, maxB * Hkv * S,
+                              sm90::gqaSplitSmemBytes<kThreads>(D)),
+               0);
+  compare(name + " partials", dws.get(), refWs, 1e-3, 1e-3);
+  GqaMergeTile f1{dws.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
+  expectStatus(name, runTiles(f1, maxB * Hkv, 0), 0);
+  compare(name, dout.get(), ref, 1e-2, 1e-2);
+}
+
+//===----------------------------------------------------------------------===//
+// mla_decode
+//===----------------------------------------------------------------------===//
+
+template <typename T> struct MlaSplitTile {
+  sm90::MlaParams<T> p;
+  int64_t slots;
+  float *partialO, *partialLse;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::mlaSplit<kThreads>(p, tile, slots, partialO, partialLse,
+                                    smem);
+  }
+};
+
+template <typename T> struct MlaMergeTile {
+  sm90::MlaParams<T> p;
+  int64_t merges, slots;
+  const float *partialO, *partialLse;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::mlaMerge<kThreads>(p, tile, merges, slots, partialO,
+                                    partialLse, smem);
+  }
+};
+
+template <typename T>
+void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
+             int64_t Dp, int64_t P, const char *tag = "") {
+  const int64_t batch = int64_t(lens.size());
+  const int64_t slots = kWorkers, merges = std::min(maxB, slots);
+  int64_t total = 0;
+  for (int32_t l : lens)
+    total += l;
+  char nameBuf[160];
+  std::snprintf(nameBuf, sizeof nameBuf,
+                "mla%s B=%lld/%lld H=%lld Dc=%lld P=%lld tok=%lld", tag,
+                (long long)batch, (long long)maxB, (long long)H, (long long)Dc,
+                (long long)P, (long long)total);
+  const std::string name = nameBuf;
+  std::vector<int32_t> lensFull = lens;
+  lensFull.resize(maxB, 0);
+  Paged pg = makePaged(lensFull, P);
+  auto ckv = makeCache<T>(pg, P, Dc);
+  auto kpe = makeCache<T>(pg, P, Dp);
+  auto qn = randVec<T>(maxB * H * Dc, -1, 1);
+  auto qp = randVec<T>(maxB * H * Dp, -1, 1);
+  const float smScale = 1.0f / std::sqrt(float(Dc + Dp));
+  const int64_t wsFloats = sm90::mlaWorkspaceFloats(slots, maxB, H, Dc);
+  const int64_t oFloats = sm90::mlaPartialOFloats(slots, maxB, H, Dc);
+
+  host::MlaParams<T> hp;
+  hp.qNope = qn.data();
+  hp.qPe = qp.data();
+  hp.ckvCache = ckv.data();
+  hp.kpeCache = kpe.data();
+  hp.kvIndptr = pg.indptr.data();
+  hp.kvIndices = pg.indices.data();
+  hp.kvLens = lensFull.data();
+  std::vector<T> refO = poisonVec<T>(maxB * H * Dc);
+  std::vector<float> refLse = poisonVec<float>(maxB * H);
+  std::vector<float> refWs = poisonVec<float>(wsFloats);
+  hp.o = refO.data();
+  hp.lse = refLse.data();
+  hp.batch = batch;
+  hp.numHeads = H;
+  hp.dimCkv = Dc;
+  hp.dimKpe = Dp;
+  hp.pageSize = P;
+  hp.smScale = smScale;
+  parallelFor(slots, [&](int64_t s) {
+    host::mlaSplit(hp, s, slots, refWs.data(), refWs.data() + oFloats);
+  });
+  for (int64_t m = 0; m < merges; ++m)
+    host::mlaMerge(hp, m, merges, slots, refWs.data(), refWs.data() + oFloats);
+
+  Dev<T> dqn(qn), dqp(qp), dckv(ckv), dkpe(kpe), dout(poisonVec<T>(refO.size()));
+  Dev<int32_t> dip(pg.indptr), dind(pg.indices), dlens(lensFull);
+  Dev<float> dlse(poisonVec<float>(refLse.size())),
+      dws(poisonVec<float>(wsFloats));
+  sm90::MlaParams<T> dp = hp;
+  dp.qNope = dqn.p;
+  dp.qPe = dqp.p;
+  dp.ckvCache = dckv.p;
+  dp.kpeCache = dkpe.p;
+  dp.kvIndptr = dip.p;
+  dp.kvIndices = dind.p;
+  dp.kvLens = dlens.p;
+  dp.o = dout.p;
+  dp.lse = dlse.p;
+  const int64_t smemSplit =
+      (Dc == 512 && Dp == 64) ? sm90::mlaSplitSmemBytes<kThreads>()
+                              : sm90::mlaSplitGenericSmemBytes(H, Dc, Dp);
+  MlaSplitTile<T> f0{dp, slots, dws.p, dws.p + oFloats};
+  expectStatus(name, runTiles(f0, slots, smemSplit), 0);
+  auto ws = dws.get();
+  std::vector<float> wsO(ws.begin(), ws.begin() + oFloats),
+      refWsO(refWs.begin(), refWs.begin() + oFloats);
+  std::vector<float> wsL(ws.begin() + oFloats, ws.end()),
+      refWsL(refWs.begin() + oFloats, refWs.end());
+  compare(name + " partial_o", wsO, refWsO, 2e-2 * rmsOf(refWsO), 1e-2, 1e-2);
+  compare(name + " partial_lse", wsL, refWsL, 1e-3, 1e-4);
+  MlaMergeTile<T> f1{dp, merges, slots, dws.p, dws.p + oFloats};
+  expectStatus(name, runTiles(f1, merges, sm90::mlaMergeSmemBytes(H)), 0);
+  compare(name + " o", dout.get(), refO, 1e-2, 1e-2);
+  compare(name + " lse", dlse.get(), refLse, 1e-3, 1e-4);
+}
+
+//===----------------------------------------------------------------------===//
+// kda_prefill
+//===----------------------------------------------------------------------===//
+
+template <typename T> struct KdaIntraTile {
+  sm90::KdaParams<T> p;
+  float *work;
+  int64_t tasks;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t H = p.numHeads;
+    const int64_t chunks =
+        sm90::kdaNumChunks(p.cuSeqlens, p.numSeqs, p.chunkSize);
+    const int64_t items = chunks * H;
+    int64_t i = tile * items / tasks;
+    const int64_t end = (tile + 1) * items / tasks;
+    while (i < end) {
+      const int64_t head = i / chunks, c0 = i % chunks;
+      const int64_t c1 = lnv::imin(chunks, c0 + (end - i));
+      if (int32_t err =
+              sm90::kdaIntraChunk<kThreads>(p, c0, c1, head, work, smem))
+        return err;
+      i += c1 - c0;
+    }
+    return 0;
+  }
+};
+
+template <typename T> struct KdaScanTile {
+  sm90::KdaParams<T> p;
+  const float *work;
+  int64_t tasks, vBlocks;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t H = p.numHeads, V = p.dimV;
+    const int64_t items = p.numSeqs * H * vBlocks;
+    for (int64_t i = tile; i < items; i += tasks) {
+      const int64_t n = i / (H * vBlocks), head = (i / vBlocks) % H,
+                    vb = i % vBlocks;
+      if (int32_t err = sm90::kdaStateScan<kThreads>(
+              p, n, head, vb * V / vBlocks, (vb + 1) * V / vBlocks, work, smem))
+        return err;
+    }
+    return 0;
+  }
+};
+
+struct KdaCase {
+  std::vector<int32_t> seqLens;
+  int64_t maxTokens, maxSeqs, H, K, V, C;
+  host::KdaGate gate;
+  bool l2norm, initState;
+  bool smallSmem; // phase 0 through the workspace (global) path
+  const char *tag;
+};
+
+void testKda(const KdaCase &kc) {
+  using T = bf16;
+  const int64_t H = kc.H, K = kc.K, V = kc.V, C = kc.C;
+  std::vector<int32_t> cu{0};
+  for (int32_t l : kc.seqLens)
+    cu.push_back(cu.back() + l);
+  const int64_t N = int64_t(kc.seqLens.size()), T_ = cu.back();
+  const int64_t Tbuf = kc.maxTokens;
+  // partitionKda
+  int64_t vBlocks = 1;
+  while (vBlocks * 2 * H <= kWorkers && vBlocks * 2 * 16 <= V)
+    vBlocks *= 2;
+  const int64_t intraTasks = 2 * kWorkers;
+  const int64_t scanTasks = std::min(kc.maxSeqs * H * vBlocks, kWorkers);
+  const int64_t maxChunks = host::kdaMaxChunks(kc.maxTokens, kc.maxSeqs, C);
+  char nameBuf[200];
+  std::snprintf(nameBuf, sizeof nameBuf,
+                "kda%s T=%lld N=%lld H=%lld K=%lld V=%lld C=%lld %s%s vB=%lld",
+                kc.tag, (long long)T_, (long long)N, (long long)H,
+                (long long)K, (long long)V, (long long)C,
+                kc.gate == host::KdaGate::Bounded ? "bounded" : "unbounded",
+                kc.smallSmem || sm90::kdaIntraSmemBytes(C, K, V) > gMaxSmem
+                    ? " (ws path)"
+                    : "",
+                (long long)vBlocks);
+  const std::string name = nameBuf;
+
+  // Without the L2 norm the delta rule is only stable for |k| <~ 1.
+  const float qk = kc.l2norm ? 1.f : 1.5f / std::sqrt(float(K));
+  auto q = randVec<T>(Tbuf * H * K, -qk, qk);
+  auto k = randVec<T>(Tbuf * H * K, -qk, qk);
+  auto v = randVec<T>(Tbuf * H * V, -1, 1);
+  // Gates: a mix of near-zero decay and strong decay, beta near 0 and 1.
+  std::vector<T> g(Tbuf * H * K), beta(Tbuf * H);
+  for (int64_t t = 0; t < Tbuf; ++t) {
+    const bool strong = irand(0, 3) == 0;
+    for (int64_t i = 0; i < H * K; ++i)
+      g[t * H * K + i] = fromF<T>(strong ? uni(0, 6) : uni(-8, -1));
+  }
+  for (auto &b : beta)
+    b = fromF<T>(uni(-6, 6));
+  std::vector<float> aLog(H), dtBias(H * K);
+  for (auto &a : aLog)
+    a = uni(-1, 1.5f);
+  for (auto &d : dtBias)
+    d = uni(-1, 1);
+  std::vector<float> init(N * H * K * V);
+  for (auto &s : init)
+    s = uni(-0.5f, 0.5f);
+
+  host::KdaParams<T> hp;
+  hp.q = q.data();
+  hp.k = k.data();
+  hp.v = v.data();
+  hp.g = g.data();
+  hp.beta = beta.data();
+  hp.aLog = aLog.data();
+  hp.dtBias = dtBias.data();
+  hp.cuSeqlens = cu.data();
+  hp.initialState = kc.initState ? init.data() : nullptr;
+  std::vector<T> refO = poisonVec<T>(Tbuf * H * V);
+  std::vector<float> refState = poisonVec<float>(N * H * K * V);
+  hp.o = refO.data();
+  hp.finalState = refState.data();
+  hp.numTokens = Tbuf;
+  hp.numSeqs = N;
+  hp.numHeads = H;
+  hp.dimK = K;
+  hp.dimV = V;
+  hp.chunkSize = C;
+  hp.gate = kc.gate;
+  hp.lowerBound = -5.f;
+  hp.scale = 1.0f / std::sqrt(float(K));
+  hp.qkL2norm = kc.l2norm;
+  hp.maxChunks = maxChunks;
+  const int64_t wsFloats = host::kdaWorkspaceFloats(maxChunks, H, C, K, V);
+  std::vector<float> refWs = poisonVec<float>(wsFloats);
+  const int64_t chunks = host::kdaNumChunks(cu.data(), N, C);
+  parallelFor(chunks * H, [&](int64_t i) {
+    host::kdaIntraChunk(hp, i / H, i / H + 1, i % H, refWs.data());
+  });
+  parallelFor(N * H, [&](int64_t i) {
+    host::kdaStateScan(hp, i / H, i % H, 0, V, refWs.data());
+  });
+
+  Dev<T> dq(q), dk(k), dv(v), dg(g), dbeta(beta), dout(poisonVec<T>(refO.size()));
+  Dev<float> daLog(aLog), ddt(dtBias), dinit(init),
+      dstate(poisonVec<float>(refState.size())), dws(poisonVec<float>(wsFloats));
+  Dev<int32_t> dcu(cu);
+  sm90::KdaParams<T> dp = hp;
+  dp.q = dq.p;
+  dp.k = dk.p;
+  dp.v = dv.p;
+  dp.g = dg.p;
+  dp.beta = dbeta.p;
+  dp.aLog = daLog.p;
+  dp.dtBias = ddt.p;
+  dp.cuSeqlens = dcu.p;
+  dp.initialState = kc.initState ? dinit.p : nullptr;
+  dp.o = dout.p;
+  dp.finalState = dstate.p;
+
+  // The workspace path when asked for, or when the chip has too little.
+  int64_t smem0 = sm90::kdaIntraSmemBytes(C, K, V);
+  if (kc.smallSmem || smem0 > gMaxSmem)
+    smem0 = sm90::kdaIntraMinSmemBytes(C, K);
+  KdaIntraTile<T> f0{dp, dws.p, intraTasks};
+  expectStatus(name, runTiles(f0, intraTasks, smem0), 0);
+  compare(name + " workspace", dws.get(), refWs, 1e-3, 1e-2, 1e-3);
+  KdaScanTile<T> f1{dp, dws.p, scanTasks, vBlocks};
+  expectStatus(name, runTiles(f1, scanTasks, sm90::kdaScanSmemBytes(C, K)), 0);
+  const double oRms = rmsOf(refO), sRms = rmsOf(refState);
+  compare(name + " o", dout.get(), refO, 1e-2 * oRms, 1e-2, 5e-3);
+  compare(name + " final_state", dstate.get(), refState, 1e-3 * sRms, 1e-3,
+          5e-3);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise, embedding, argmax
+//===----------------------------------------------------------------------===//
+
+template <bool kSilu> struct EltTile {
+  const bf16 *a;
+  const bf16 *b;
+  bf16 *y;
+  int64_t n, per;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const int64_t e0 = tile * per, e1 = lnv::imin(n, e0 + per);
+    if (e0 >= e1)
+      return 0;
+    if constexpr (kSilu)
+      return sm90::siluMul<kThreads>(a, b, y, e0, e1, smem);
+    else
+      return sm90::add<kThreads>(a, b, y, e0, e1, smem);
+  }
+};
+
+template <bool kSilu> void testElementwise(int64_t n, int64_t forcePer) {
+  const int64_t per = forcePer ? forcePer : elementsPerTask(n);
+  const std::string name = std::string(kSilu ? "silu_mul" : "add") +
+                           " n=" + std::to_string(n) +
+                           " per=" + std::to_string(per);
+  auto a = randVec<bf16>(n, -4, 4), b = randVec<bf16>(n, -2, 2);
+  std::vector<bf16> ref = poisonVec<bf16>(n);
+  if (kSilu)
+    host::siluMul(a.data(), b.data(), ref.data(), 0, n);
+  else
+    host::add(a.data(), b.data(), ref.data(), 0, n);
+  Dev<bf16> da(a), db(b), dy(poisonVec<bf16>(n));
+  EltTile<kSilu> f{da.p, db.p, dy.p, n, per};
+  expectStatus(name, runTiles(f, ceilDiv(n, per), 0), 0);
+  compare(name, dy.get(), ref, 1e-2, 1e-2);
+}
+
+struct EmbeddingTile {
+  const bf16 *table;
+  const int32_t *ids;
+  bf16 *y;
+  int64_t vocab, D;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::embedding<kThreads>(table, ids, y, vocab, D, tile, tile + 1,
+                                     smem);
+  }
+};
+
+void testEmbedding() {
+  const int64_t vocab = 32000, D = 4096, B = 32;
+  const std::string name = "embedding V=32000 D=4096 B=32";
+  auto table = randVec<bf16>(vocab * D, -1, 1);
+  std::vector<int32_t> ids(B);
+  for (auto &i : ids)
+    i = int32_t(irand(0, vocab - 1));
+  ids[5] = int32_t(vocab + 3); // out of range: zero row, status 1
+  std::vector<bf16> ref = poisonVec<bf16>(B * D);
+  const bool ok = host::embedding(table.data(), ids.data(), ref.data(), vocab,
+                                  D, 0, B);
+  Dev<bf16> dt(table), dy(poisonVec<bf16>(B * D));
+  Dev<int32_t> di(ids);
+  EmbeddingTile f{dt.p, di.p, dy.p, vocab, D};
+  const int32_t status = runTiles(f, B, 0);
+  report(!ok && status == lnv::kBodyBadIndex, name + " bad id",
+         "status " + std::to_string(status) + " (expected 1)");
+  compare(name, dy.get(), ref, 0, 0);
+}
+
+struct ArgmaxTile {
+  const bf16 *x;
+  int32_t *idx;
+  int64_t V;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::argmaxRows<kThreads>(x, idx, V, tile, tile + 1, smem);
+  }
+};
+
+void testArgmax() {
+  const int64_t B = 8, V = 128256;
+  const std::string name = "argmax B=8 V=128256";
+  auto x = randVec<bf16>(B * V, -8, 8);
+  const bf16 big = fromF<bf16>(20.f);
+  x[0 * V + 77777] = x[0 * V + 99999] = big; // tie: lowest index
+  x[1 * V + 5] = poison<bf16>();             // NaN wins...
+  x[1 * V + 90000] = poison<bf16>();         // ...the first one
+  x[1 * V + 7] = big;
+  x[2 * V + V - 1] = big; // last index
+  for (int64_t i = 0; i < V; ++i)
+    x[3 * V + i] = fromF<bf16>(-INFINITY); // all -inf: index 0
+  x[4 * V + 0] = big;                      // first index
+  std::vector<int32_t> ref(B, -1);
+  host::argmaxRows(x.data(), ref.data(), V, 0, B);
+  Dev<bf16> dx(x);
+  Dev<int32_t> di(std::vector<int32_t>(B, -1));
+  ArgmaxTile f{dx.p, di.p, V};
+  expectStatus(name, runTiles(f, B, sm90::argmaxSmemBytes<kThreads>()), 0);
+  auto got = di.get();
+  bool ok = got == ref;
+  std::string detail = "indices";
+  for (int64_t b = 0; b < B; ++b)
+    detail += " " + std::to_string(got[b]) + "/" + std::to_string(ref[b]);
+  report(ok, name, detail);
+}
+
+//===----------------------------------------------------------------------===//
+// Part 2: the persistent loop
+//===----------------------------------------------------------------------===//
+
+enum ToyKind : int32_t { kChain, kDiamA, kDiamB, kDiamD, kFail, kNop };
+constexpr int kChainWidth = 256; // one int per thread per chain link
+constexpr int kDiamN = 4096;
+
+struct ToyRun {
+  const int32_t *kind;
+  const int32_t *arg;
+  int32_t *chain;   // [links][256]
+  int32_t *diamA;   // [4096]
+  int32_t *diamB;   // [fan * 64]
+  int32_t *diamOut; // [epochs]
+  int32_t fan;
+  __device__ int32_t operator()(int32_t task, const LoomKernelArgs &args,
+                                char *smem) const {
+    const int t = threadIdx.x;
+    const int32_t epoch = int32_t(args.epoch);
+    switch (kind[task]) {
+    case kChain: {
+      // Link i reads what another thread of another block wrote in link
+      // i - 1: the event protocol must publish every thread's stores.
+      const int32_t i = arg[task];
+      chain[i * kChainWidth + t] =
+          i == 0 ? 1000 * epoch + t
+                 : chain[(i - 1) * kChainWidth + (t + 1) % kChainWidth] + 1;
+      return 0;
+    }
+    case kDiamA:
+      for (int j = t; j < kDiamN; j += kThreads)
+        diamA[j] = epoch + j;
+      return 0;
+    case kDiamB: {
+      const int32_t k = arg[task];
+      if (t < 64)
+        diamB[k * 64 + t] = 2 * diamA[(k * 64 + t + 17) % kDiamN];
+      return 0;
+    }
+    case kDiamD: {
+      int32_t *sum = reinterpret_cast<int32_t *>(smem);
+      if (t == 0)
+        *sum = 0;
+      __syncthreads();
+      int32_t part = 0;
+      for (int j = t; j < fan * 64; j += kThreads)
+        part += diamB[j];
+      atomicAdd(sum, part);
+      __syncthreads();
+      if (t == 0)
+        diamOut[epoch - 1] = *sum;
+      return 0;
+    }
+    case kFail:
+      return 7;
+    default:
+      return 0;
+    }
+  }
+};
+
+struct ToyTables {
+  const int32_t *workerBegin, *workerTasks, *waitBegin, *waitEvents,
+      *triggerBegin, *triggerEvents, *eventNeeds;
+  int32_t numTasks, numEvents, mode;
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    loopKernel(LoomKernelArgs args, ToyTables t, ToyRun run) {
+  lnv::loomPersistentLoop<kThreads>(args, t.workerBegin, t.workerTasks,
+                                   t.waitBegin, t.waitEvents, t.triggerBegin,
+                                   t.triggerEvents, t.eventNeeds, t.numTasks,
+                                   t.numEvents, t.mode, run);
+}
+
+/// A task table under construction (host side).
+struct ToyProgram {
+  int32_t numWorkers = 0, numEvents = 0;
+  std::vector<int32_t> kind, arg, worker;
+  std::vector<std::vector<int32_t>> waits, triggers;
+  std::vector<int32_t> needs;
+
+  int32_t addEvent(int32_t need) {
+    needs.push_back(need);
+    return numEvents++;
+  }
+  int32_t addTask(ToyKind k, int32_t a, int32_t w, std::vector<int32_t> wt,
+                  std::vector<int32_t> tr) {
+    kind.push_back(k);
+    arg.push_back(a);
+    worker.push_back(w);
+    waits.push_back(std::move(wt));
+    triggers.push_back(std::move(tr));
+    return int32_t(kind.size()) - 1;
+  }
+};
+
+/// Device copies of a ToyProgram's arrays; tasks in id order are a
+/// topological order (each task waits only on lower ids).
+struct ToyDevice {
+  Dev<int32_t> workerBegin, workerTasks, waitBegin, waitEvents, triggerBegin,
+      triggerEvents, needs, kind, arg;
+  int32_t numTasks, numEvents;
+
+  static std::vector<int32_t> flatten(const std::vector<std::vector<int32_t>> &v,
+                                      std::vector<int32_t> &begin) {
+    std::vector<int32_t> flat;
+    begin.assign(1, 0);
+    for (const auto &x : v) {
+      flat.insert(flat.end(), x.begin(), x.end());
+      begin.push_back(int32_t(flat.size()));
+    }
+    if (flat.empty())
+      flat.push_back(0);
+    return flat;
+  }
+
+  ToyDevice(const ToyProgram &p, bool dynamic)
+      : numTasks(int32_t(p.kind.size())), numEvents(p.numEvents) {
+    std::vector<int32_t> wb, wt, waitB, trigB;
+    if (dynamic) {
+      wt.resize(numTasks);
+      std::iota(wt.begin(), wt.end(), 0);
+      wb.assign(p.numWorkers + 1, 0);
+    } else {
+      std::vector<std::vector<int32_t>> lists(p.numWorkers);
+      for (int32_t t = 0; t < numTasks; ++t)
+        lists[p.worker[t]].push_back(t);
+      wt = flatten(lists, wb);
+    }
+    auto we = flatten(p.waits, waitB), te = flatten(p.triggers, trigB);
+    auto put = [](Dev<int32_t> &d, const std::vector<int32_t> &v) {
+      d = Dev<int32_t>(v);
+    };
+    put(workerBegin, wb);
+    put(workerTasks, wt);
+    put(waitBegin, waitB);
+    put(waitEvents, we);
+    put(triggerBegin, trigB);
+    put(triggerEvents, te);
+    put(needs, p.needs);
+    put(kind, p.kind);
+    put(arg, p.arg);
+  }
+
+  ToyTables tables(int32_t mode) const {
+    return {workerBegin.p, workerTasks.p, waitBegin.p, waitEvents.p,
+            triggerBegin.p, triggerEvents.p, needs.p, numTasks, numEvents,
+            mode};
+  }
+};
+
+/// Host-mapped status + abort flag, as the runtime would allocate them.
+struct Watch {
+  LoomWorkerStatus *status = nullptr, *dStatus = nullptr;
+  int32_t *abortFlag = nullptr, *dAbort = nullptr;
+  int32_t workers;
+  explicit Watch(int32_t w) : workers(w) {
+    CUDA_CHECK(cudaHostAlloc(&status, w * sizeof(LoomWorkerStatus),
+                             cudaHostAllocMapped));
+    CUDA_CHECK(cudaHostAlloc(&abortFlag, sizeof(int32_t), cudaHostAllocMapped));
+    CUDA_CHECK(cudaHostGetDevicePointer(&dStatus, status, 0));
+    CUDA_CHECK(cudaHostGetDevicePointer(&dAbort, abortFlag, 0));
+    reset();
+  }
+  ~Watch() {
+    cudaFreeHost(status);
+    cudaFreeHost(abortFlag);
+  }
+  void reset() {
+    for (int32_t i = 0; i < workers; ++i)
+      status[i] = LoomWorkerStatus{-2, -2, 0, 0, 0, 0};
+    *reinterpret_cast<volatile int32_t *>(abortFlag) = 0;
+  }
+  const volatile LoomWorkerStatus &at(int32_t w) const {
+    return reinterpret_cast<const volatile LoomWorkerStatus *>(status)[w];
+  }
+};
+
+void launchLoop(const ToyDevice &d, const ToyRun &run, Watch &watch,
+                unsigned long long *events, unsigned long long epoch,
+                unsigned long long timeoutCycles, int32_t mode,
+                int32_t workers, cudaStream_t stream) {
+  LoomKernelArgs args{};
+  args.bindings = nullptr;
+  args.workspace = nullptr;
+  args.events = events;
+  args.epoch = epoch;
+  args.status = watch.dStatus;
+  args.abort_flag = watch.dAbort;
+  args.timeout_cycles = timeoutCycles;
+  ToyTables t = d.tables(mode);
+  ToyRun r = run;
+  void *params[] = {&args, &t, &r};
+  CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(loopKernel),
+                                         dim3(workers), dim3(kThreads), params,
+                                         1024, stream));
+}
+
+int32_t numSms() {
+  int dev = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+/// Chain + diamond + multi-wait over all SMs, 5 epochs, no counter reset.
+void testLoopEpochs(bool dynamic) {
+  const std::string name = std::string("loop ") +
+                           (dynamic ? "dynamic" : "static") +
+                           " chain+diamond 5 epochs";
+  const int32_t W = numSms();
+  const int32_t links = 3 * W, fan = 32, epochs = 5;
+  ToyProgram p;
+  p.numWorkers = W;
+  int32_t prev = -1;
+  for (int32_t i = 0; i < links; ++i) {
+    int32_t e = p.addEvent(1);
+    std::vector<int32_t> wait;
+    if (prev >= 0)
+      wait.push_back(prev);
+    p.addTask(kChain, i, i % W, wait, {e});
+    prev = e;
+  }
+  const int32_t chainDone = prev;
+  const int32_t aDone = p.addEvent(1), bDone = p.addEvent(fan);
+  p.addTask(kDiamA, 0, 0, {}, {aDone});
+  for (int32_t k = 0; k < fan; ++k)
+    p.addTask(kDiamB, k, (k + 1) % W, {aDone}, {bDone});
+  p.addTask(kDiamD, 0, W - 1, {bDone, chainDone}, {});
+  ToyDevice d(p, dynamic);
+
+  Dev<int32_t> chain(links * kChainWidth), diamA(kDiamN), diamB(fan * 64),
+      diamOut(std::vector<int32_t>(epochs, -1));
+  Dev<unsigned long long> events(
+      std::vector<unsigned long long>(p.numEvents + 1, 0));
+  ToyRun run{d.kind.p, d.arg.p, chain.p, diamA.p, diamB.p, diamOut.p, fan};
+  Watch watch(W);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  bool ok = true;
+  std::string detail;
+  double totalMs = 0;
+  for (int32_t e = 1; e <= epochs; ++e) {
+    watch.reset();
+    auto t0 = std::chrono::steady_clock::now();
+    launchLoop(d, run, watch, events.p, e, 0, dynamic ? 1 : 0, W, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    totalMs += std::chrono::duration<double, std::milli>(
+                   std::chrono::steady_clock::now() - t0)
+                   .count();
+    auto c = chain.get();
+    for (int32_t t = 0; t < kChainWidth; ++t) {
+      const int32_t want = 1000 * e + (t + links - 1) % kChainWidth + links - 1;
+      if (c[(links - 1) * kChainWidth + t] != want) {
+        ok = false;
+        detail += " chain[" + std::to_string(t) + "]=" +
+                  std::to_string(c[(links - 1) * kChainWidth + t]) +
+                  " want " + std::to_string(want);
+        break;
+      }
+    }
+    int64_t want = 0;
+    for (int32_t j = 0; j < fan * 64; ++j)
+      want += 2 * (e + (j + 17) % kDiamN);
+    const int32_t got = diamOut.get()[e - 1];
+    if (got != want) {
+      ok = false;
+      detail += " diamond " + std::to_string(got) + " want " +
+                std::to_string(want);
+    }
+    for (int32_t w = 0; w < W; ++w)
+      if (watch.at(w).task != -1 || watch.at(w).error != 0) {
+        ok = false;
+        detail += " worker " + std::to_string(w) + " status task=" +
+                  std::to_string(watch.at(w).task) +
+                  " error=" + std::to_string(watch.at(w).error);
+        break;
+      }
+  }
+  auto ev = events.get();
+  for (int32_t e = 0; e < p.numEvents; ++e)
+    if (ev[e] != uint64_t(epochs) * p.needs[e]) {
+      ok = false;
+      detail += " event " + std::to_string(e) + " count " +
+                std::to_string(ev[e]);
+      break;
+    }
+  const uint64_t wantQueue =
+      dynamic ? uint64_t(epochs) * (d.numTasks + W) : 0;
+  if (ev[p.numEvents] != wantQueue) {
+    ok = false;
+    detail += " queue " + std::to_string(ev[p.numEvents]) + " want " +
+              std::to_string(wantQueue);
+  }
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "W=%d tasks=%d events=%d, %.3f ms/launch", W,
+                d.numTasks, p.numEvents, totalMs / epochs);
+  report(ok, name, buf + detail);
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+/// Worker 0's task waits on an event nobody triggers; worker 1's task
+/// waits on worker 0's. With a timeout, or with the host's abort flag, the
+/// launch must end and the status must say who waited on what.
+void testLoopDeadlock(bool useAbortFlag) {
+  const std::string name = std::string("loop deadlock via ") +
+                           (useAbortFlag ? "abort flag" : "timeout");
+  const int32_t W = 8;
+  ToyProgram p;
+  p.numWorkers = W;
+  const int32_t never = p.addEvent(1), after0 = p.addEvent(1);
+  p.addTask(kNop, 0, 0, {never}, {after0});
+  p.addTask(kNop, 0, 1, {after0}, {});
+  p.addTask(kNop, 0, 2, {}, {}); // an innocent worker finishes
+  ToyDevice d(p, false);
+  Dev<unsigned long long> events(
+      std::vector<unsigned long long>(p.numEvents + 1, 0));
+  ToyRun run{d.kind.p, d.arg.p, nullptr, nullptr, nullptr, nullptr, 0};
+  Watch watch(W);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const unsigned long long epoch = 3; // any epoch: needs scale with it
+  const unsigned long long timeout = useAbortFlag ? 0 : 20000000ull; // ~10 ms
+  auto t0 = std::chrono::steady_clock::now();
+  launchLoop(d, run, watch, events.p, epoch, timeout, 0, W, stream);
+  bool ok = true;
+  std::string detail;
+  if (useAbortFlag) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (cudaStreamQuery(stream) != cudaErrorNotReady) {
+      ok = false;
+      detail += " kernel ended before the abort";
+    }
+    // What the runtime's watchdog sees while it hangs:
+    const volatile LoomWorkerStatus &s0 = watch.at(0);
+    if (s0.task != 0 || s0.event != never || s0.needed != epoch) {
+      ok = false;
+      detail += " live status of worker 0 wrong";
+    }
+    *reinterpret_cast<volatile int32_t *>(watch.abortFlag) = 1;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+  const volatile LoomWorkerStatus &s0 = watch.at(0), &s1 = watch.at(1),
+                                  &s2 = watch.at(2);
+  // With the flag both stuck workers leave aborted. With the timeout the
+  // first to time out raises the flag, so the other may leave either way.
+  auto gaveUp = [&](int32_t err) {
+    return useAbortFlag ? err == lnv::kWorkerAborted
+                        : err == lnv::kWorkerAborted ||
+                              err == lnv::kWorkerTimedOut;
+  };
+  if (s0.task != 0 || s0.event != never || s0.seen != 0 ||
+      s0.needed != epoch || !gaveUp(s0.error))
+    ok = false;
+  if (s1.task != 1 || s1.event != after0 || s1.needed != epoch ||
+      !gaveUp(s1.error))
+    ok = false;
+  if (!useAbortFlag && s0.error != lnv::kWorkerTimedOut &&
+      s1.error != lnv::kWorkerTimedOut)
+    ok = false;
+  if (s2.task != -1 || s2.error != 0)
+    ok = false;
+  if (*reinterpret_cast<volatile int32_t *>(watch.abortFlag) != 1)
+    ok = false;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "ended after %.1f ms; w0 task=%d event=%d seen=%llu needed=%llu "
+                "error=%d; w1 task=%d event=%d error=%d; w2 task=%d",
+                ms, s0.task, s0.event, (unsigned long long)s0.seen,
+                (unsigned long long)s0.needed, s0.error, s1.task, s1.event,
+                s1.error, s2.task);
+  report(ok, name, buf + detail);
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+/// A body returns 7: its worker records it, the others abort.
+void testLoopBodyError() {
+  const std::string name = "loop body error";
+  const int32_t W = 4;
+  ToyProgram p;
+  p.numWorkers = W;
+  const int32_t e0 = p.addEvent(1);
+  p.addTask(kFail, 0, 0, {}, {e0});
+  p.addTask(kNop, 0, 1, {e0}, {});
+  ToyDevice d(p, false);
+  Dev<unsigned long long> events(
+      std::vector<unsigned long long>(p.numEvents + 1, 0));
+  ToyRun run{d.kind.p, d.arg.p, nullptr, nullptr, nullptr, nullptr, 0};
+  Watch watch(W);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  launchLoop(d, run, watch, events.p, 1, 0, 0, W, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const volatile LoomWorkerStatus &s0 = watch.at(0), &s1 = watch.at(1);
+  const bool ok = s0.task == 0 && s0.event == -1 && s0.error == 7 &&
+                  s1.task == 1 && s1.event == e0 &&
+                  s1.error == lnv::kWorkerAborted && events.get()[e0] == 0;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "w0 task=%d error=%d; w1 task=%d event=%d error=%d",
+                s0.task, s0.error, s1.task, s1.event, s1.error);
+  report(ok, name, buf);
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+} // namespace
+
+int main() {
+  if (const char *env = std::getenv("LOOM_SEED"))
+    gSeed = std::strtoull(env, nullptr, 0);
+  else
+    gSeed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  gRng.seed(gSeed);
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  gMaxSmem = int64_t(prop.sharedMemPerBlockOptin);
+  std::printf("device %s (sm_%d%d, %d SMs, %lld B smem/block), LOOM_SEED=%llu\n",
+              prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+              (long long)gMaxSmem, (unsigned long long)gSeed);
+
+  // Decoder bodies (Llama-3.1-8B shapes where they matter).
+  testRmsnorm(32, 4096, false);
+  testRmsnorm(5, 4096, true);
+  testRmsnorm(32 * 32, 128, false); // Qwen3 per-head q norm
+  for (int64_t M : {1, 7, 16, 32, 40})
+    testLinear(M, 4096, 4096, M == 7);
+  testLinear(3, 4096, 4096, true, 512);  // 2 pairs per warp
+  testLinear(9, 4096, 4100, false, 128); // ragged last tile, K split in-block
+  testLinear(5, 4096, 1024, true);       // split-K 2
+  testLinear(9, 4000, 256, false);       // split-K with unaligned k ranges
+  testLinear(32, 14336, 4096, true);     // down projection
+  testLinearGeneric();
+  testRope(32, 32, 128, 128, false);
+  testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens
+  testKvAppend();
+  testGqa({3100, 0, 1, 4500}, 4, 32, 8, 128, 16);
+  testGqa({8000}, 1, 32, 8, 128, 16);
+  testGqa({2000, 3333}, 3, 64, 8, 128, 16); // group 8, a batch row unused
+  testGqa({1500, 2700, 999}, 3, 28, 4, 128, 16); // group 7
+  testGqa({1200, 3000}, 2, 32, 2, 128, 1);       // group 16: two passes
+  testGqa({2100, 700}, 2, 16, 2, 64, 16);        // D = 64
+  testGqa({1800}, 1, 8, 1, 256, 16);             // D = 256
+  testGqa({600, 1000}, 2, 8, 2, 96, 16);         // plain path
+  testElementwise<true>(32 * 14336, 0);
+  testElementwise<true>(10000, 300); // unaligned element ranges
+  testElementwise<false>(32 * 4096, 0);
+  testEmbedding();
+  testArgmax();
+
+  // MLA (DeepSeek-V3 TP8: H = 16, Dc = 512, Dp = 64).
+  testMla<bf16>({2500, 0, 1, 4096, 3000, 777, 1500, 2048}, 8, 16, 512, 64, 1);
+  testMla<bf16>({3000, 1, 2049, 64, 65, 1000}, 8, 16, 512, 64, 64);
+  testMla<bf16>({6000}, 1, 16, 512, 64, 1, " long");
+  testMla<bf16>({700, 1300}, 2, 32, 512, 64, 16);
+  testMla<bf16>({900, 50, 1600}, 3, 8, 512, 64, 1);
+  {
+    std::vector<int32_t> many(40);
+    for (auto &l : many)
+      l = int32_t(irand(0, 400));
+    testMla<bf16>(many, 48, 16, 512, 64, 1, " many");
+  }
+  testMla<f16>({1500, 2222}, 2, 16, 512, 64, 1, " f16");
+  testMla<bf16>({500, 333}, 2, 4, 128, 32, 16, " plain");
+
+  // KDA (K = V = 128).
+  testKda({{1, 699, 800, 548}, 2048, 4, 4, 128, 128, 64,
+           host::KdaGate::Unbounded, true, true, false, ""});
+  testKda({{1, 699, 800, 548}, 2048, 4, 4, 128, 128, 64,
+           host::KdaGate::Bounded, true, false, false, ""});
+  testKda({{17, 283}, 320, 2, 2, 64, 128, 16, host::KdaGate::Bounded, false,
+           true, false, " C16 no-l2norm"});
+  testKda({{130, 126}, 256, 2, 1, 256, 256, 64, host::KdaGate::Unbounded,
+           true, true, false, " K256"});
+  testKda({{200, 1}, 256, 2, 2, 128, 128, 64, host::KdaGate::Unbounded, true,
+           true, true, ""});
+
+  // The persistent loop.
+  testLoopEpochs(false);
+  testLoopEpochs(true);
+  testLoopDeadlock(false);
+  testLoopDeadlock(true);
+  testLoopBodyError();
+
+  std::printf("%d passed, %d failed\n", gPassed, gFailed);
+  return gFailed == 0 ? 0 : 1;
+}
