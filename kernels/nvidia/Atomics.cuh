@@ -1,4 +1,5 @@
-//===- Atomics.cuh - The NVIDIA memory model of Loom's events ----*- CUDA -*-===//
+//===- Atomics.cuh - The NVIDIA memory model of Loom's events ----*- CUDA
+//-*-===//
 //
 // Written down once; the interpreter loop (Interpreter.cuh) is the only user.
 //

@@ -1,4 +1,5 @@
-//===- Interpreter.cuh - The persistent worker loop --------------*- CUDA -*-===//
+//===- Interpreter.cuh - The persistent worker loop --------------*- CUDA
+//-*-===//
 //
 // One block per worker, all co-resident (cooperative launch). Each block
 // walks its task list (static mode) or takes tickets from one queue (dynamic
@@ -86,8 +87,7 @@ __device__ __forceinline__ void raiseAbort(const LoomKernelArgs &args) {
 /// kWorkerAborted / kWorkerTimedOut after publishing the status.
 __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
                                      LoomWorkerStatus *status, int32_t task,
-                                     int32_t event,
-                                     unsigned long long needed) {
+                                     int32_t event, unsigned long long needed) {
   const unsigned long long *counter = args.events + event;
   unsigned long long seen = loadRelaxedGpu(counter);
   if (seen >= needed)

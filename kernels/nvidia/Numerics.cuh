@@ -1,4 +1,5 @@
-//===- Numerics.cuh - Device conversions and warp primitives -----*- CUDA -*-===//
+//===- Numerics.cuh - Device conversions and warp primitives -----*- CUDA
+//-*-===//
 //
 // What every NVIDIA task body shares: storage types to and from fp32, 16-byte
 // vector loads of 8 elements, warp reductions, fast exp2, the tensor-core
@@ -37,8 +38,8 @@ namespace nvidia {
 //===----------------------------------------------------------------------===//
 
 constexpr int32_t kBodyOk = 0;
-/// A meta value out of range (e.g. a token id >= vocab), as the host's
-/// embedding reports with `false`.
+/// A meta value out of range: what a tile returns when embedding (which
+/// returns the host's bool) reports a token id >= vocab.
 constexpr int32_t kBodyBadIndex = 1;
 /// The launch gave less dynamic shared memory than the body needs.
 constexpr int32_t kBodySmemTooSmall = 2;
@@ -106,7 +107,8 @@ __device__ __forceinline__ bool isAligned16(const void *p) {
 }
 
 __device__ __forceinline__ float2 unpackBf16x2(uint32_t w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  return make_float2(__uint_as_float(w << 16),
+                     __uint_as_float(w & 0xffff0000u));
 }
 __device__ __forceinline__ float2 unpackF16x2(uint32_t w) {
   __half2 h = *reinterpret_cast<__half2 *>(&w);
@@ -139,7 +141,7 @@ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i)
     w[i] = std::is_same_v<T, bf16> ? packBf16x2(v[2 * i], v[2 * i + 1])
-                              : packF16x2(v[2 * i], v[2 * i + 1]);
+                                   : packF16x2(v[2 * i], v[2 * i + 1]);
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
@@ -242,7 +244,8 @@ __device__ __forceinline__ uint32_t dynamicSmemBytes() {
 // Tensor cores: mma.sync m16n8k16 (fp32 accumulate) and ldmatrix.
 //
 // Fragment layout (PTX ISA, "mma.m16n8k16"): lane = 4 * g + q.
-//   A (16x16, row): a[0] = (g, 2q..2q+1), a[1] = (g+8, 2q..), a[2] = (g, 2q+8..),
+//   A (16x16, row): a[0] = (g, 2q..2q+1), a[1] = (g+8, 2q..), a[2] = (g,
+//   2q+8..),
 //                   a[3] = (g+8, 2q+8..), two 16-bit elements per register.
 //   B (16x8, col):  b[0] = (k 2q..2q+1, n g), b[1] = (k 2q+8.., n g).
 //   C (16x8):       c[0..1] = (g, 2q..2q+1), c[2..3] = (g+8, 2q..2q+1).
@@ -275,9 +278,10 @@ __device__ __forceinline__ uint32_t smemAddr(const void *p) {
 /// Four 8x8 16-bit matrices; lane l gives the row address of matrix l / 8,
 /// row l % 8. Register j receives matrix j: (row l / 4, cols 2(l % 4)..+1).
 __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void *p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smemAddr(p)));
+  asm volatile(
+      "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "r"(smemAddr(p)));
 }
 
 /// As ldmatrixX4, transposed: register j receives matrix j's
@@ -297,10 +301,10 @@ __device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4],
 
 __device__ __forceinline__ void cpAsync16(void *smemDst, const void *src,
                                           bool valid = true) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
-                   smemAddr(smemDst)),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smemAddr(smemDst)),
+      "l"(src), "r"(valid ? 16 : 0)
+      : "memory");
 }
 
 __device__ __forceinline__ void cpAsyncCommit() {

@@ -173,9 +173,8 @@ Status CudaExecutor::allocate() {
   // device interpreter keeps at events[num_events]. Like the events it only
   // grows. Zero-sized arrays still get a valid pointer: the kernel may form
   // it.
-  const size_t eventBytes =
-      (static_cast<size_t>(table_->numEvents()) + 1) *
-      sizeof(unsigned long long);
+  const size_t eventBytes = (static_cast<size_t>(table_->numEvents()) + 1) *
+                            sizeof(unsigned long long);
   const size_t bindingBytes =
       std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   const int64_t workspaceBytes = table_->desc().workspace_bytes;
@@ -501,8 +500,8 @@ Status CudaExecutor::outcome(const Watch &w) {
     std::vector<uint64_t> now = sticky ? std::vector<uint64_t>() : counts();
     return makeError(
         CudaContext::codeFor(LOOMRT_ERROR_DEVICE, w.result),
-        ctx_->description(), ": ", what(), " failed: ",
-        cudaErrorText(d, w.result),
+        ctx_->description(), ": ", what(),
+        " failed: ", cudaErrorText(d, w.result),
         sticky ? "; the device's context is unusable now "
                  "(restart the process)"
                : "",

@@ -190,11 +190,12 @@ std::string describeWorkers(const ProgramTable &table,
 
 std::string describeStall(const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &status,
-                          uint64_t epoch, uint32_t timeoutMs) {
+                          uint64_t epoch, uint32_t timeoutMs,
+                          const std::vector<uint64_t> *counts) {
   std::ostringstream os;
   os << "program " << quoted(table.name()) << " launch " << epoch
      << " stopped by the watchdog: no worker's status changed for " << timeoutMs
-     << " ms" << describeWorkers(table, status);
+     << " ms" << describeWorkers(table, status, counts);
   return os.str();
 }
 

@@ -97,10 +97,11 @@ std::string describeStall(const ProgramTable &table,
 
 /// The kernel ended but workers did not finish: their own wait timeout (or,
 /// when no record was ever written, a kernel that ignores the protocol).
-std::string describeDeviceTimeout(const ProgramTable &table,
-                                  const std::vector<LoomWorkerStatus> &status,
-                                  uint64_t epoch, uint64_t timeoutCycles,
-                                  const std::vector<uint64_t> *counts = nullptr);
+std::string
+describeDeviceTimeout(const ProgramTable &table,
+                      const std::vector<LoomWorkerStatus> &status,
+                      uint64_t epoch, uint64_t timeoutCycles,
+                      const std::vector<uint64_t> *counts = nullptr);
 
 /// "program 'p' launch 2: task 'x' (id 3) on worker 1 failed with code 42",
 /// one line per failed worker (first 16).

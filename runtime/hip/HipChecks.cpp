@@ -88,12 +88,12 @@ Status checkArch(const std::string &artifact, const char *arch,
       if (feature.first == actual.first && feature.second != actual.second)
         return makeError(
             LOOMRT_ERROR_LOAD_FAILED, "cannot run ", quoted(artifact), " on ",
-            device, ": it is built for ", arch, ", which needs ",
-            feature.first, feature.second ? "+" : "-",
-            ", but the device runs with ", actual.first,
-            actual.second ? "+" : "-", " (rebuild the artifact for ",
-            have.processor, " without target features, or for ",
-            have.processor, ":", actual.first, actual.second ? "+" : "-", ")");
+            device, ": it is built for ", arch, ", which needs ", feature.first,
+            feature.second ? "+" : "-", ", but the device runs with ",
+            actual.first, actual.second ? "+" : "-",
+            " (rebuild the artifact for ", have.processor,
+            " without target features, or for ", have.processor, ":",
+            actual.first, actual.second ? "+" : "-", ")");
   return Status();
 }
 

@@ -31,8 +31,8 @@ struct HipDeviceInfo {
   bool unifiedAddressing = false;
   bool canMapHostMemory = false;
   int maxThreadsPerBlock = 0;
-  int maxSharedPerBlock = 0;  // bytes of LDS one block may use
-  int clockKHz = 0;           // peak shader clock
+  int maxSharedPerBlock = 0;   // bytes of LDS one block may use
+  int clockKHz = 0;            // peak shader clock
   int clockInstructionKHz = 0; // the counter clock64() reads
 };
 
@@ -41,9 +41,9 @@ std::string describeDevice(const HipDeviceInfo &info);
 
 /// An AMD GPU target: "gfx950", "gfx942:sramecc+:xnack-", "gfx9-4-generic".
 struct GfxTarget {
-  std::string processor;                           // "gfx942"
+  std::string processor;                              // "gfx942"
   std::vector<std::pair<std::string, bool>> features; // {"xnack", false}
-  bool generic() const;                            // "gfx9-4-generic"
+  bool generic() const;                               // "gfx9-4-generic"
 };
 /// False for anything that is not "gfx<id>[:<feature>(+|-)]...".
 bool parseGfxTarget(const char *text, GfxTarget *out);

@@ -18,9 +18,9 @@ union PropsBuffer {
 };
 
 std::string versionText(const HipRuntime &runtime) {
-  return runtime.version ? ", HIP runtime version " +
-                               std::to_string(runtime.version)
-                         : std::string();
+  return runtime.version
+             ? ", HIP runtime version " + std::to_string(runtime.version)
+             : std::string();
 }
 
 } // namespace
@@ -47,9 +47,9 @@ Status initHip(const HipRuntime **runtimeOut, int *count) {
   }
   if (r != hipSuccess) {
     *count = 0;
-    return makeError(LOOMRT_ERROR_BACKEND_UNAVAILABLE,
-                     "hip: hipGetDeviceCount failed: ",
-                     hipErrorText(*runtime, r));
+    return makeError(
+        LOOMRT_ERROR_BACKEND_UNAVAILABLE,
+        "hip: hipGetDeviceCount failed: ", hipErrorText(*runtime, r));
   }
   return Status();
 }
@@ -67,11 +67,11 @@ Status HipContext::open(const HipRuntime &runtime, int ordinal, int count,
   if (ordinal < 0 || ordinal >= count)
     return makeError(LOOMRT_ERROR_UNKNOWN_DEVICE, "hip device ordinal ",
                      ordinal, " out of range: ",
-                     count == 0 ? std::string("the HIP runtime sees no devices")
-                                : "there " +
-                                      std::string(count == 1 ? "is " : "are ") +
-                                      std::to_string(count) + " (0 to " +
-                                      std::to_string(count - 1) + ")");
+                     count == 0
+                         ? std::string("the HIP runtime sees no devices")
+                         : "there " + std::string(count == 1 ? "is " : "are ") +
+                               std::to_string(count) + " (0 to " +
+                               std::to_string(count - 1) + ")");
   auto runtimeError = [&](const char *what, hipError_t r) {
     return makeError(LOOMRT_ERROR_BACKEND_UNAVAILABLE, "hip device ", ordinal,
                      ": ", what, " failed: ", hipErrorText(runtime, r));
@@ -120,21 +120,19 @@ Status HipContext::open(const HipRuntime &runtime, int ordinal, int count,
   // is checked against what hipDeviceGetAttribute said.
   auto buffer = std::make_unique<PropsBuffer>();
   std::memset(buffer.get(), 0, sizeof(PropsBuffer));
-  if (hipError_t r = runtime.hipGetDevicePropertiesR0600(&buffer->props,
-                                                          ordinal);
+  if (hipError_t r =
+          runtime.hipGetDevicePropertiesR0600(&buffer->props, ordinal);
       r != hipSuccess)
     return runtimeError("hipGetDevicePropertiesR0600", r);
   const HipDeviceProp &props = buffer->props;
-  const bool named =
-      std::memchr(props.name, 0, sizeof(props.name)) != nullptr;
+  const bool named = std::memchr(props.name, 0, sizeof(props.name)) != nullptr;
   const bool archNamed =
       std::memchr(props.gcnArchName, 0, sizeof(props.gcnArchName)) != nullptr;
   if (!named || !archNamed || props.multiProcessorCount != info.cuCount ||
       std::strncmp(props.gcnArchName, "gfx", 3) != 0)
     return makeError(
         LOOMRT_ERROR_BACKEND_UNAVAILABLE, "hip device ", ordinal,
-        ": hipGetDevicePropertiesR0600 of ", runtime.path,
-        versionText(runtime),
+        ": hipGetDevicePropertiesR0600 of ", runtime.path, versionText(runtime),
         " does not have the hipDeviceProp_tR0600 layout of ROCm 6/7 "
         "(multiProcessorCount ",
         props.multiProcessorCount, " where hipDeviceGetAttribute says ",
@@ -144,8 +142,7 @@ Status HipContext::open(const HipRuntime &runtime, int ordinal, int count,
   info.name = props.name;
   info.gcnArchName = props.gcnArchName;
 
-  std::shared_ptr<HipContext> context(
-      new HipContext(runtime, std::move(info)));
+  std::shared_ptr<HipContext> context(new HipContext(runtime, std::move(info)));
   if (hipError_t r = runtime.hipStreamCreateWithFlags(&context->memoryStream_,
                                                       hipStreamNonBlocking);
       r != hipSuccess) {

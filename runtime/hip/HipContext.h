@@ -15,10 +15,13 @@
 
 #include "runtime/hip/HipChecks.h"
 #include "runtime/hip/HipRuntime.h"
+#include "runtime/src/DeviceProgram.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace loom {
 namespace rt {
@@ -68,6 +71,31 @@ public:
     return runtime_.hipStreamSynchronize(memoryStream_);
   }
 
+  /// onMemoryStream, waiting at most `limit`: `finished` is false (and the
+  /// work stays queued, to finish later) when it did not finish in time.
+  template <typename Enqueue>
+  hipError_t onMemoryStreamWithin(std::chrono::milliseconds limit,
+                                  Enqueue &&enqueue, bool *finished) {
+    *finished = false;
+    std::lock_guard<std::mutex> lock(memoryMu_);
+    hipError_t r = enqueue(memoryStream_);
+    if (r != hipSuccess)
+      return r;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while ((r = runtime_.hipStreamQuery(memoryStream_)) == hipErrorNotReady) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        return hipSuccess;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    *finished = r == hipSuccess;
+    return r;
+  }
+
+  /// What loomrt_malloc handed out on this device: a stray free is an
+  /// error, and a launch checks that each binding fits its allocation.
+  DeviceAllocations &allocations() { return allocations_; }
+  const DeviceAllocations &allocations() const { return allocations_; }
+
   /// Set when a kernel did not exit after its abort flag: freeing memory
   /// would wait for it forever, so nothing is freed any more.
   void markWedged(const std::string &why);
@@ -84,6 +112,7 @@ private:
   const std::string description_;
   std::mutex memoryMu_;
   hipStream_t memoryStream_ = nullptr;
+  DeviceAllocations allocations_;
   std::atomic<bool> wedged_{false};
   mutable std::mutex wedgedMu_;
   std::string wedgedReason_;

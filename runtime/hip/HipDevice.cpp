@@ -68,8 +68,8 @@ HipDevice::~HipDevice() {
   // hipFree waits for the device; under a wedged kernel it never returns.
   if (ctx_->wedged() || !ctx_->makeCurrent().ok())
     return;
-  for (auto &allocation : allocations_)
-    (void)ctx_->runtime().hipFree(allocation.first);
+  for (uintptr_t ptr : ctx_->allocations().live())
+    (void)ctx_->runtime().hipFree(reinterpret_cast<void *>(ptr));
 }
 
 Status HipDevice::usable() const {
@@ -89,8 +89,7 @@ Status HipDevice::allocate(size_t bytes, void **out) {
   if (hipError_t r = ctx_->runtime().hipMalloc(&ptr, bytes); r != hipSuccess)
     return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, "cannot allocate ", bytes,
                       " bytes");
-  std::lock_guard<std::mutex> lock(mu_);
-  allocations_.emplace(ptr, bytes);
+  ctx_->allocations().track(reinterpret_cast<uintptr_t>(ptr), bytes);
   *out = ptr;
   return Status();
 }
@@ -98,12 +97,9 @@ Status HipDevice::allocate(size_t bytes, void **out) {
 Status HipDevice::release(void *ptr) {
   if (Status s = usable(); !s.ok())
     return s;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (allocations_.erase(ptr) == 0)
-      return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, ctx_->description(), ": ",
-                       ptr, " was not allocated by this device (or was freed)");
-  }
+  if (!ctx_->allocations().untrack(reinterpret_cast<uintptr_t>(ptr)))
+    return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, ctx_->description(), ": ",
+                     ptr, " was not allocated by this device (or was freed)");
   if (hipError_t r = ctx_->runtime().hipFree(ptr); r != hipSuccess)
     return ctx_->fail(LOOMRT_ERROR_INVALID_ARGUMENT, r, "cannot free ", ptr);
   return Status();
@@ -161,7 +157,7 @@ Status HipDevice::loadProgram(const std::string &path, uint32_t flags,
   if (Status s = checkArch(path, p.arch, info); !s.ok())
     return s;
   std::shared_ptr<const ProgramTable> table;
-  if (Status s = createDeviceTable("hip", *artifact, flags, &table); !s.ok())
+  if (Status s = createDeviceTable(*artifact, flags, &table); !s.ok())
     return s;
   DeviceBlockShape shape{table->numWorkers(), p.threads_per_block,
                          p.dynamic_smem_bytes};

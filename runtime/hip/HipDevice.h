@@ -12,9 +12,6 @@
 #include "runtime/hip/HipContext.h"
 #include "runtime/src/Backend.h"
 
-#include <mutex>
-#include <unordered_map>
-
 namespace loom {
 namespace rt {
 namespace hip {
@@ -46,11 +43,9 @@ private:
   /// Current device on this thread, and no wedged kernel to block on.
   Status usable() const;
 
+  // Allocations are tracked (in the context) so a stray free is an error,
+  // not a runtime error or another allocation's memory.
   std::shared_ptr<HipContext> ctx_;
-  // Allocations are tracked so a stray free is an error, not a runtime
-  // error (or worse, another allocation's memory).
-  std::mutex mu_;
-  std::unordered_map<void *, size_t> allocations_;
 };
 
 Status createHipDevice(int ordinal, std::unique_ptr<Device> *out);

@@ -5,6 +5,7 @@
 #include "runtime/hip/HipChecks.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 
@@ -15,6 +16,9 @@ namespace hip {
 namespace {
 
 size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+/// How long a report waits for the event counters.
+constexpr std::chrono::milliseconds kReportCopyWait{100};
 
 unsigned char *offsetPtr(void *base, size_t offset) {
   return static_cast<unsigned char *>(base) + offset;
@@ -69,8 +73,8 @@ Status HipExecutor::loadKernel() {
                           p.arch + ", " + std::to_string(p.code_object_size) +
                           " bytes)");
   }
-  if (hipError_t r = rt.hipModuleGetFunction(&function_, module_,
-                                             p.kernel_name);
+  if (hipError_t r =
+          rt.hipModuleGetFunction(&function_, module_, p.kernel_name);
       r != hipSuccess) {
     function_ = nullptr;
     if (r == hipErrorNotFound || r == hipErrorInvalidDeviceFunction)
@@ -99,17 +103,16 @@ Status HipExecutor::loadKernel() {
       rt.hipFuncGetAttribute(&registers, HIP_FUNC_ATTRIBUTE_NUM_REGS,
                              function_) != hipSuccess)
     registers = -1;
-  if (Status s = checkCoResidency(table_->name(), shape, blocksPerCu,
-                                  registers, info);
+  if (Status s =
+          checkCoResidency(table_->name(), shape, blocksPerCu, registers, info);
       !s.ok())
     return s;
   // Residency of all blocks is guaranteed only by a cooperative launch.
   if (!info.cooperativeLaunch)
     return makeError(LOOMRT_ERROR_RESOURCES, ctx_->description(),
-                     " does not support cooperative launches, which program ",
-                     quoted(table_->name()),
-                     "'s persistent kernel needs to have all ", numWorkers_,
-                     " worker blocks resident at once");
+                     " does not support cooperative launches; program ",
+                     quoted(table_->name()), " needs one to have all ",
+                     numWorkers_, " worker blocks resident at once");
   return Status();
 }
 
@@ -123,8 +126,8 @@ Status HipExecutor::allocate() {
                      "see the workers' status while ",
                      who, " runs");
 
-  if (hipError_t r = rt.hipStreamCreateWithFlags(&stream_,
-                                                 hipStreamNonBlocking);
+  if (hipError_t r =
+          rt.hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking);
       r != hipSuccess) {
     stream_ = nullptr;
     return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
@@ -138,9 +141,12 @@ Status HipExecutor::allocate() {
                         ": cannot create its timing events");
     }
 
-  // Zero-sized arrays still get a valid pointer: the kernel may form it.
+  // One counter more than the events: dynamic mode's queue, which the
+  // device interpreter keeps at events[num_events]. Like the events it only
+  // grows. Zero-sized arrays still get a valid pointer: the kernel may form
+  // it.
   const size_t eventBytes =
-      std::max<size_t>(1, table_->numEvents()) * sizeof(unsigned long long);
+      deviceCounterCount(*table_) * sizeof(unsigned long long);
   const size_t bindingBytes =
       std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   const int64_t workspaceBytes = table_->desc().workspace_bytes;
@@ -164,36 +170,45 @@ Status HipExecutor::allocate() {
   }
 
   // One pinned block the device reaches through the mapping: status records,
-  // then the abort flag on its own cache line, then the bindings' staging.
-  // Coherent (fine-grained): both sides see the other's writes while the
-  // kernel runs, which is the whole point.
+  // then the abort flag on its own cache line, then the bindings' staging,
+  // then where reports copy the event counters to. Coherent (fine-grained):
+  // both sides see the other's writes while the kernel runs, which is the
+  // whole point.
   const size_t statusBytes =
       static_cast<size_t>(numWorkers_) * sizeof(LoomWorkerStatus);
   abortOffset_ = roundUp(statusBytes, 128);
   const size_t stagingOffset = abortOffset_ + 128;
+  const size_t countsOffset =
+      roundUp(stagingOffset + std::max<size_t>(1, table_->numBuffers()) *
+                                  sizeof(LoomBinding),
+              128);
   const size_t hostBytes =
-      stagingOffset +
-      std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
-  if (hipError_t r = rt.hipHostMalloc(&host_, hostBytes,
-                                      hipHostMallocMapped |
-                                          hipHostMallocPortable |
-                                          hipHostMallocCoherent);
+      countsOffset + deviceCounterCount(*table_) * sizeof(uint64_t);
+  if (hipError_t r = rt.hipHostMalloc(
+          &host_, hostBytes,
+          hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent);
       r != hipSuccess) {
     host_ = nullptr;
     return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, who, ": cannot allocate ",
                       hostBytes, " bytes of mapped host memory");
   }
   if (hipError_t r = rt.hipHostGetDevicePointer(&hostDevice_, host_, 0);
-      r != hipSuccess)
-    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
-                      ": cannot map its status memory into the device");
+      r != hipSuccess) {
+    // With unified addressing pinned memory is mapped at its host address.
+    if (!info.unifiedAddressing)
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, who,
+                        ": cannot map its status memory into the device");
+    hostDevice_ = host_;
+  }
   std::memset(host_, 0, hostBytes);
   status_ = reinterpret_cast<volatile LoomWorkerStatus *>(host_);
   abort_ = reinterpret_cast<volatile int32_t *>(offsetPtr(host_, abortOffset_));
   staging_ = reinterpret_cast<LoomBinding *>(offsetPtr(host_, stagingOffset));
+  countsHost_ = reinterpret_cast<uint64_t *>(offsetPtr(host_, countsOffset));
   resetWorkerStatus(status_, numWorkers_);
 
-  // Zeroed once. Launch e waits for e * needs, so no launch resets them.
+  // Zeroed once. Launch e waits for e * needs and takes tickets from
+  // (e - 1) * (num_tasks + num_workers), so no launch resets them.
   hipError_t r = rt.hipMemsetAsync(events_, 0, eventBytes, stream_);
   if (r == hipSuccess)
     r = rt.hipStreamSynchronize(stream_);
@@ -209,6 +224,9 @@ void HipExecutor::release() {
     return;
   if (stream_)
     (void)rt.hipStreamSynchronize(stream_);
+  // A report's copy of the counters that timed out may still be queued on
+  // the memory stream, headed for host_.
+  (void)ctx_->onMemoryStream([](hipStream_t) { return hipSuccess; });
   for (void *ptr : {events_, bindings_, workspace_})
     if (ptr)
       (void)rt.hipFree(ptr);
@@ -241,12 +259,26 @@ Status HipExecutor::launch(const LaunchParams &params) {
   if (inFlight_ || wedged_)
     return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
                      ": launch while its kernel is still running");
+  // Its CUs are held by a kernel that never stopped: this kernel's blocks
+  // could never all be resident.
+  if (ctx_->wedged())
+    return makeError(LOOMRT_ERROR_DEVICE, "program ", quoted(table_->name()),
+                     " cannot launch: ", ctx_->description(),
+                     " still runs a kernel that did not stop (",
+                     ctx_->wedgedReason(), ")");
   if (Status s = ctx_->makeCurrent(); !s.ok())
     return s;
   const HipRuntime &rt = ctx_->runtime();
   const LoomDeviceProgram &p = artifact_->program();
   epoch_ = params.epoch;
   watchdogMs_ = params.watchdogMs;
+  // A refused launch does not fail the program: nothing ran.
+  if (Status s = bindingChecker_.check(
+          *table_, epoch_, params.bindings, ctx_->allocations(),
+          [this](const void *ptr) { return unknownPointer(ptr); },
+          "HIP runtime", ctx_->description());
+      !s.ok())
+    return s;
   timeoutCycles_ = timeoutCycles(watchdogMs_, ctx_->info());
 
   // The previous launch has ended (synchronize saw its stream idle), so the
@@ -255,9 +287,9 @@ Status HipExecutor::launch(const LaunchParams &params) {
   __atomic_store_n(abort_, 0, __ATOMIC_SEQ_CST);
   if (int32_t n = table_->numBuffers()) {
     std::copy(params.bindings, params.bindings + n, staging_);
-    if (hipError_t r = rt.hipMemcpyAsync(bindings_, staging_,
-                                         n * sizeof(LoomBinding),
-                                         hipMemcpyHostToDevice, stream_);
+    if (hipError_t r =
+            rt.hipMemcpyAsync(bindings_, staging_, n * sizeof(LoomBinding),
+                              hipMemcpyHostToDevice, stream_);
         r != hipSuccess)
       return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(),
                         ": cannot copy the bindings to the device");
@@ -269,8 +301,8 @@ Status HipExecutor::launch(const LaunchParams &params) {
   args.events = static_cast<unsigned long long *>(events_);
   args.epoch = epoch_;
   args.status = static_cast<LoomWorkerStatus *>(hostDevice_);
-  args.abort_flag =
-      reinterpret_cast<volatile int32_t *>(offsetPtr(hostDevice_, abortOffset_));
+  args.abort_flag = reinterpret_cast<volatile int32_t *>(
+      offsetPtr(hostDevice_, abortOffset_));
   args.timeout_cycles = timeoutCycles_;
   void *kernelParams[] = {&args};
 
@@ -302,7 +334,61 @@ void HipExecutor::raiseAbort() {
   __atomic_store_n(abort_, 1, __ATOMIC_SEQ_CST);
 }
 
-Status HipExecutor::outcome(const LaunchWatch &w) {
+std::vector<uint64_t> HipExecutor::readCounts() const {
+  const size_t n = static_cast<size_t>(table_->numEvents());
+  if (n == 0)
+    return {};
+  // A report must not hang: if the HIP runtime put the memory stream on the
+  // same hardware queue as the kernel (it multiplexes streams once it runs
+  // out of queues), the copy waits for a kernel that may never end. So the
+  // copy goes to the program's own pinned block (a late copy lands there
+  // harmlessly) and is waited for a bounded time.
+  const HipRuntime &rt = ctx_->runtime();
+  bool finished = false;
+  if (ctx_->onMemoryStreamWithin(
+          kReportCopyWait,
+          [&](hipStream_t s) {
+            return rt.hipMemcpyAsync(countsHost_, events_, n * sizeof(uint64_t),
+                                     hipMemcpyDeviceToHost, s);
+          },
+          &finished) != hipSuccess ||
+      !finished)
+    return {};
+  std::vector<uint64_t> counts(n);
+  for (size_t e = 0; e < n; ++e)
+    counts[e] = __atomic_load_n(&countsHost_[e], __ATOMIC_RELAXED);
+  return counts;
+}
+
+std::string HipExecutor::unknownPointer(const void *ptr) const {
+  const HipRuntime &rt = ctx_->runtime();
+  if (!rt.hipPointerGetAttributes)
+    return std::string(); // cannot tell: let it through
+  union {
+    HipPointerAttributes attributes;
+    unsigned char bytes[256];
+  } buffer{};
+  if (hipError_t r = rt.hipPointerGetAttributes(&buffer.attributes, ptr);
+      r != hipSuccess)
+    return hipErrorText(rt, r);
+  if (buffer.attributes.type == hipMemoryTypeUnregistered)
+    return "unregistered host memory";
+  return std::string();
+}
+
+WatchHooks HipExecutor::hooks() {
+  const HipRuntime &rt = ctx_->runtime();
+  WatchHooks h;
+  h.busy = [this, &rt] {
+    streamResult_ = rt.hipStreamQuery(stream_);
+    return streamResult_ == hipErrorNotReady;
+  };
+  h.raiseAbort = [this] { raiseAbort(); };
+  h.readCounts = [this] { return readCounts(); };
+  return h;
+}
+
+Status HipExecutor::outcome(const LaunchWatch &w, const WatchHooks &hooks) {
   const HipRuntime &rt = ctx_->runtime();
   std::vector<LoomWorkerStatus> last;
   snapshotWorkerStatus(status_, numWorkers_, &last);
@@ -310,7 +396,7 @@ Status HipExecutor::outcome(const LaunchWatch &w) {
   if (w.stillRunning) {
     std::string why;
     Status s = wedgedLaunchStatus(*table_, last, epoch_, w, watchdogMs_,
-                                  ctx_->description(), what(), &why);
+                                  ctx_->description(), what(), hooks, &why);
     ctx_->markWedged(why);
     wedged_ = true;
     return s;
@@ -319,8 +405,8 @@ Status HipExecutor::outcome(const LaunchWatch &w) {
     return failedLaunchStatus(
         HipContext::codeFor(LOOMRT_ERROR_DEVICE, streamResult_), *table_, last,
         ctx_->description(), what(), hipErrorText(rt, streamResult_),
-        isStickyHipError(streamResult_));
-  Status s = endedLaunchStatus(*table_, last, epoch_, w, timeoutCycles_);
+        isStickyHipError(streamResult_), hooks);
+  Status s = endedLaunchStatus(*table_, last, epoch_, w, timeoutCycles_, hooks);
   if (s.ok()) {
     float ms = 0;
     if (timed_ && rt.hipEventElapsedTime(&ms, start_, end_) == hipSuccess)
@@ -336,25 +422,22 @@ Status HipExecutor::synchronize() {
   inFlight_ = false;
   if (Status s = ctx_->makeCurrent(); !s.ok())
     return s;
-  const HipRuntime &rt = ctx_->runtime();
-  WatchHooks hooks;
-  hooks.busy = [&] {
-    streamResult_ = rt.hipStreamQuery(stream_);
-    return streamResult_ == hipErrorNotReady;
-  };
-  hooks.raiseAbort = [this] { raiseAbort(); };
-  return outcome(watchLaunch(*table_, status_, epoch_, watchdogMs_, hooks));
+  WatchHooks h = hooks();
+  return outcome(watchLaunch(*table_, status_, epoch_, watchdogMs_, h), h);
 }
 
 uint64_t HipExecutor::eventCount(int32_t event) const {
   uint64_t value = std::numeric_limits<uint64_t>::max();
-  if (!ctx_->makeCurrent().ok())
+  // Behind a kernel that never stops, the copy might never run.
+  if (wedged_ || ctx_->wedged() || !ctx_->makeCurrent().ok())
     return value;
   const HipRuntime &rt = ctx_->runtime();
   const void *at = offsetPtr(events_, static_cast<size_t>(event) *
                                           sizeof(unsigned long long));
   // The memory stream does not wait for the kernel: counts can be read
-  // while a launch runs (e.g. to watch a slow one).
+  // while a launch runs (e.g. to watch a slow one), unless the HIP runtime
+  // multiplexed it onto the kernel's hardware queue; then this waits for
+  // the kernel to end.
   if (ctx_->onMemoryStream([&](hipStream_t s) {
         return rt.hipMemcpyAsync(&value, at, sizeof(value),
                                  hipMemcpyDeviceToHost, s);

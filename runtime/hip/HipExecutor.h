@@ -4,8 +4,9 @@
 // load: the code object becomes a module (hipModuleLoadData), the kernel
 // (hipModuleGetFunction) is checked to fit num_workers co-resident blocks
 // (hipModuleOccupancyMaxActiveBlocksPerMultiprocessor x CUs), and the
-// program's memory is allocated once: event counters (zeroed once, never
-// again: epochs make resets unnecessary), the device copy of the bindings,
+// program's memory is allocated once: event counters and dynamic mode's
+// queue counter (zeroed once, never again: epochs make resets unnecessary),
+// the device copy of the bindings,
 // the workspace, and one pinned, host-mapped, coherent block holding each
 // worker's LoomWorkerStatus and the abort flag, which the host reads and
 // writes while the kernel runs.
@@ -61,7 +62,14 @@ private:
   Status allocate();
   void release();
   void raiseAbort();
-  Status outcome(const LaunchWatch &w);
+  /// The event counters now, for a report; empty if they cannot be read
+  /// (after a fault) or not within 100 ms (the copy may be queued behind the
+  /// kernel).
+  std::vector<uint64_t> readCounts() const;
+  /// "" when the HIP runtime knows `ptr` as memory a kernel may use.
+  std::string unknownPointer(const void *ptr) const;
+  WatchHooks hooks();
+  Status outcome(const LaunchWatch &w, const WatchHooks &hooks);
 
   /// "kernel 'k' (gfx950) of program 'p' launch 3".
   std::string what() const;
@@ -80,13 +88,15 @@ private:
   void *bindings_ = nullptr;
   void *workspace_ = nullptr;
   // Pinned, mapped, coherent: status records | abort flag | staging for the
-  // bindings.
+  // bindings | a copy of the counters for reports.
   void *host_ = nullptr;
   void *hostDevice_ = nullptr;
   volatile LoomWorkerStatus *status_ = nullptr;
   volatile int32_t *abort_ = nullptr;
   LoomBinding *staging_ = nullptr;
+  uint64_t *countsHost_ = nullptr; // where readCounts copies the counters
   size_t abortOffset_ = 0;
+  DeviceBindingChecker bindingChecker_;
 
   bool inFlight_ = false;
   bool timed_ = false; // both timing events of the launch were recorded

@@ -165,6 +165,17 @@ static_assert(sizeof(void *) != 8 ||
                   offsetof(HipDeviceProp, gcnArchName) == 1160,
               "hipDeviceProp_tR0600::gcnArchName is at byte 1160");
 
+/// hipPointerAttribute_t (ROCm 6/7). Only `type` is read; the call gets a
+/// larger buffer in case a later runtime's struct grew.
+struct HipPointerAttributes {
+  int type; // hipMemoryType
+  int device;
+  void *devicePointer;
+  void *hostPointer;
+  int isManaged;
+  unsigned allocationFlags;
+};
+
 //--- Constants -------------------------------------------------------------//
 constexpr hipError_t hipSuccess = 0;
 constexpr hipError_t hipErrorInvalidValue = 1;
@@ -198,6 +209,10 @@ constexpr int hipDeviceAttributeSharedMemPerBlockOptin = 75;
 constexpr int hipDeviceAttributeUnifiedAddressing = 85;
 /// kHz of the counter clock()/clock64() read on the device (s_memtime).
 constexpr int hipDeviceAttributeClockInstructionRate = 10000;
+
+// hipMemoryType (ROCm >= 6.0: the CUDA 11 values; unregistered host memory
+// is a success with type 0, not an error).
+constexpr int hipMemoryTypeUnregistered = 0;
 
 // hipFunction_attribute.
 constexpr int HIP_FUNC_ATTRIBUTE_NUM_REGS = 4;
@@ -241,6 +256,8 @@ constexpr unsigned hipEventDefault = 0x0;
   X(hipHostFree, true, hipError_t, (void *), "hipHostFree", "hipFreeHost")     \
   X(hipHostGetDevicePointer, true, hipError_t, (void **, void *, unsigned),    \
     "hipHostGetDevicePointer")                                                 \
+  X(hipPointerGetAttributes, false, hipError_t,                                \
+    (HipPointerAttributes *, const void *), "hipPointerGetAttributes")         \
   X(hipMemcpyAsync, true, hipError_t,                                          \
     (void *, const void *, size_t, int, hipStream_t), "hipMemcpyAsync")        \
   X(hipMemsetAsync, true, hipError_t, (void *, int, size_t, hipStream_t),      \

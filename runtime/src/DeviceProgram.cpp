@@ -2,6 +2,8 @@
 
 #include "runtime/src/DeviceProgram.h"
 
+#include "runtime/src/Binding.h"
+
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
@@ -68,8 +70,8 @@ Status DeviceArtifact::check(const char *kind, const std::string &path,
                              const LoomDeviceProgram &d) {
   // The version decides the layout of everything after it.
   if (d.abi_version != LOOM_DEVICE_ABI_VERSION)
-    return makeError(LOOMRT_ERROR_ABI_MISMATCH, kind, " program ",
-                     quoted(path), " has device ABI version ", d.abi_version,
+    return makeError(LOOMRT_ERROR_ABI_MISMATCH, kind, " program ", quoted(path),
+                     " has device ABI version ", d.abi_version,
                      "; this runtime reads version ", LOOM_DEVICE_ABI_VERSION,
                      " (rebuild it)");
   auto invalid = [&](const auto &...parts) {
@@ -79,10 +81,10 @@ Status DeviceArtifact::check(const char *kind, const std::string &path,
   if (!d.program)
     return invalid("its task table (program) is null");
   if (d.program->abi_version != LOOM_PROGRAM_ABI_VERSION)
-    return makeError(LOOMRT_ERROR_ABI_MISMATCH, kind, " program ",
-                     quoted(path), " has program ABI version ",
-                     d.program->abi_version, "; this runtime reads version ",
-                     LOOM_PROGRAM_ABI_VERSION, " (rebuild it)");
+    return makeError(LOOMRT_ERROR_ABI_MISMATCH, kind, " program ", quoted(path),
+                     " has program ABI version ", d.program->abi_version,
+                     "; this runtime reads version ", LOOM_PROGRAM_ABI_VERSION,
+                     " (rebuild it)");
   if (!d.arch || !*d.arch)
     return invalid("arch is empty");
   if (!d.code_object || d.code_object_size == 0)
@@ -98,20 +100,9 @@ Status DeviceArtifact::check(const char *kind, const std::string &path,
 
 DeviceArtifact::~DeviceArtifact() { ::dlclose(handle_); }
 
-Status createDeviceTable(const char *kind, const DeviceArtifact &artifact,
-                         uint32_t flags,
+Status createDeviceTable(const DeviceArtifact &artifact, uint32_t flags,
                          std::shared_ptr<const ProgramTable> *out) {
-  const LoomDeviceProgram &p = artifact.program();
-  // Dynamic mode takes tickets from a queue counter that only grows, like
-  // the events; LoomKernelArgs (device ABI 1) has no such counter to pass.
-  if (p.program->mode == LOOM_SCHEDULE_DYNAMIC)
-    return makeError(LOOMRT_ERROR_INVALID_PROGRAM, kind, " program ",
-                     quoted(artifact.path()),
-                     " is scheduled dynamically, but device ABI version ",
-                     LOOM_DEVICE_ABI_VERSION,
-                     " passes the kernel no queue counter; schedule it "
-                     "statically");
-  LoomProgramDesc desc = *p.program;
+  LoomProgramDesc desc = *artifact.program().program;
   desc.run_task = bodiesRunOnTheDevice;
   return ProgramTable::create(desc, artifact.path(), flags, out);
 }
@@ -145,6 +136,92 @@ uint64_t deviceTimeoutCycles(uint32_t watchdogMs, int clockKHz) {
   if (ms > std::numeric_limits<uint64_t>::max() / kHz)
     return std::numeric_limits<uint64_t>::max();
   return ms * kHz;
+}
+
+void DeviceAllocations::track(uintptr_t base, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  allocations_[base] = bytes;
+}
+
+bool DeviceAllocations::untrack(uintptr_t base) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (allocations_.erase(base) == 0)
+    return false;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+bool DeviceAllocations::find(uintptr_t ptr, uintptr_t *base,
+                             size_t *bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = allocations_.upper_bound(ptr);
+  if (it == allocations_.begin())
+    return false;
+  --it;
+  if (ptr >= it->first + it->second)
+    return false;
+  *base = it->first;
+  *bytes = it->second;
+  return true;
+}
+
+std::vector<uintptr_t> DeviceAllocations::live() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uintptr_t> out;
+  for (const auto &a : allocations_)
+    out.push_back(a.first);
+  return out;
+}
+
+Status DeviceBindingChecker::check(
+    const ProgramTable &table, uint64_t epoch, const LoomBinding *bindings,
+    const DeviceAllocations &allocations,
+    const std::function<std::string(const void *)> &unknownPointer,
+    const char *runtimeName, const std::string &device) {
+  const int32_t n = table.numBuffers();
+  const uint64_t generation = allocations.generation();
+  if (valid_ && checkedGeneration_ == generation &&
+      checked_.size() == static_cast<size_t>(n) &&
+      (n == 0 ||
+       std::memcmp(checked_.data(), bindings, n * sizeof(LoomBinding)) == 0))
+    return Status();
+  valid_ = false;
+  for (int32_t i = 0; i < n; ++i) {
+    const LoomBufferDesc &b = table.buffer(i);
+    const LoomBinding &binding = bindings[i];
+    const auto ptr = reinterpret_cast<uintptr_t>(binding.data);
+    uint64_t bytes = loomrt_elem_bytes(b.elem);
+    std::string dims;
+    for (int32_t k = 0; k < b.rank; ++k) {
+      bytes *= static_cast<uint64_t>(binding.dims[k]);
+      dims += (k ? ", " : "") + std::to_string(binding.dims[k]);
+    }
+    auto fail = [&](const auto &...parts) {
+      return makeError(LOOMRT_ERROR_BINDING, "program ", quoted(table.name()),
+                       " launch ", epoch, ": buffer ", quoted(b.name),
+                       " (index ", i, ", ", formatShape(b), ") bound to ",
+                       binding.data, " with dims [", dims, "] (", bytes,
+                       " bytes) ", parts...);
+    };
+    uintptr_t base = 0;
+    size_t size = 0;
+    if (allocations.find(ptr, &base, &size)) {
+      if (ptr + bytes > base + size)
+        return fail("runs past the end of its allocation (", size,
+                    " bytes from ", reinterpret_cast<void *>(base), ")");
+      continue;
+    }
+    // Not from loomrt_malloc (e.g. another library's allocator): the vendor
+    // runtime must at least know it. Its extent is not checked: such
+    // allocations may be assembled from several mappings.
+    if (std::string why = unknownPointer(binding.data); !why.empty())
+      return fail("is not memory the ", runtimeName, " knows (", why,
+                  "): bind memory from loomrt_malloc on ", device);
+  }
+  checked_.assign(bindings, bindings + n);
+  checkedGeneration_ = generation;
+  valid_ = true;
+  return Status();
 }
 
 } // namespace rt

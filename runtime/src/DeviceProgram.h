@@ -12,6 +12,10 @@
 //    resident deadlocks (the waiting blocks hold the SMs/CUs the producers
 //    need), so it is refused with both numbers.
 //  * deviceTimeoutCycles: LoomKernelArgs::timeout_cycles.
+//  * DeviceAllocations / DeviceBindingChecker: what loomrt_malloc handed out,
+//    and the check before a launch that every binding is device memory that
+//    holds its dims (a kernel reading past an allocation corrupts silently;
+//    a host pointer faults the whole device context).
 //
 // Messages start with the backend's kind ("hip program 'x.so' ..."), so a
 // user who loaded a file on the wrong kind of device sees which.
@@ -24,8 +28,15 @@
 #include "runtime/src/Error.h"
 #include "runtime/src/ProgramTable.h"
 
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace loom {
 namespace rt {
@@ -56,11 +67,9 @@ private:
 };
 
 /// Copies and checks the artifact's task table (ProgramTable::create, with
-/// the artifact's path as origin). Refuses dynamic mode: device ABI version
-/// 1 passes the kernel no queue counter. The copy's run_task is a stand-in
-/// nothing calls (the bodies run inside the kernel).
-Status createDeviceTable(const char *kind, const DeviceArtifact &artifact,
-                         uint32_t flags,
+/// the artifact's path as origin), static or dynamic mode. The copy's
+/// run_task is a stand-in nothing calls (the bodies run inside the kernel).
+Status createDeviceTable(const DeviceArtifact &artifact, uint32_t flags,
                          std::shared_ptr<const ProgramTable> *out);
 
 /// What a worker block of a program asks for.
@@ -91,6 +100,58 @@ Status checkCoResidency(const std::string &program,
 /// the device's own per-wait limit is the backstop when nobody does. A
 /// slower actual clock only makes the backstop later.
 uint64_t deviceTimeoutCycles(uint32_t watchdogMs, int clockKHz);
+
+/// Counters a program allocates: its events, then dynamic mode's queue
+/// counter (args.events[num_events]), all zeroed once at load. Launch e
+/// waits for e * needs and takes tickets from (e - 1) * (num_tasks +
+/// num_workers), so nothing is reset between launches.
+inline size_t deviceCounterCount(const ProgramTable &table) {
+  return static_cast<size_t>(table.numEvents()) + 1;
+}
+
+/// What loomrt_malloc handed out on one device (addresses as integers).
+/// Kept with the device's shared state, not the device object, so a
+/// program can check that a binding fits inside its allocation.
+class DeviceAllocations {
+public:
+  void track(uintptr_t base, size_t bytes);
+  /// False if `base` is not a live allocation.
+  bool untrack(uintptr_t base);
+  /// The allocation holding `ptr`, if loomrt_malloc made it.
+  bool find(uintptr_t ptr, uintptr_t *base, size_t *bytes) const;
+  std::vector<uintptr_t> live() const;
+  /// Bumped by every free: a binding checked before may now dangle.
+  uint64_t generation() const {
+    return generation_.load(std::memory_order_acquire);
+  }
+
+private:
+  mutable std::mutex mu_;
+  std::map<uintptr_t, size_t> allocations_;
+  std::atomic<uint64_t> generation_{0};
+};
+
+/// Checks a launch's bindings: memory from loomrt_malloc must hold the bound
+/// dims; any other pointer must be known to the vendor runtime
+/// (`unknownPointer` returns "" when it is, else why not). Bindings that
+/// passed are not checked again until they or the allocations change.
+/// LOOMRT_ERROR_BINDING:
+///   program 'p' launch 2: buffer 'x' (index 0, i64[7]) bound to 0x… with
+///   dims [7] (56 bytes) runs past the end of its allocation (32 bytes from
+///   0x…)
+class DeviceBindingChecker {
+public:
+  Status check(const ProgramTable &table, uint64_t epoch,
+               const LoomBinding *bindings,
+               const DeviceAllocations &allocations,
+               const std::function<std::string(const void *)> &unknownPointer,
+               const char *runtimeName, const std::string &device);
+
+private:
+  std::vector<LoomBinding> checked_;
+  uint64_t checkedGeneration_ = 0;
+  bool valid_ = false;
+};
 
 } // namespace rt
 } // namespace loom

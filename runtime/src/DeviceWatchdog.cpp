@@ -15,9 +15,13 @@ namespace {
 constexpr int kMaxListedWorkers = 16;
 /// Reads of a record before taking the last one even if it keeps changing.
 constexpr int kMaxReadsPerRecord = 4;
-/// StreamPoller: polls back to back, then the longest sleep between polls.
-constexpr int kSpinPolls = 64;
-constexpr int kMaxSleepUs = 100;
+/// StreamPoller: polls back to back this long, then sleeps at most this.
+constexpr std::chrono::milliseconds kSpinFor{2};
+constexpr int kMaxSleepUs = 200;
+/// watchLaunch reads every record (about a microsecond per hundred workers)
+/// this often: plenty for the watchdog and failed tasks, and it keeps the
+/// back-to-back polls of a short kernel cheap.
+constexpr std::chrono::milliseconds kLookEvery{1};
 
 // The device writes these records while the host reads them. Atomic loads
 // (relaxed: each field is a value of its own; snapshots retry until stable)
@@ -70,6 +74,15 @@ std::string eventName(const ProgramTable &table, int32_t event) {
          " (not an event of this program)";
 }
 
+/// The counters for a report, or null when they could not be read.
+const std::vector<uint64_t> *orNull(const std::vector<uint64_t> &counts) {
+  return counts.empty() ? nullptr : &counts;
+}
+
+std::vector<uint64_t> readCounts(const WatchHooks &hooks) {
+  return hooks.readCounts ? hooks.readCounts() : std::vector<uint64_t>();
+}
+
 } // namespace
 
 void resetWorkerStatus(volatile LoomWorkerStatus *live, int32_t numWorkers) {
@@ -118,8 +131,12 @@ bool StallDetector::stalled(const std::vector<LoomWorkerStatus> &now,
 }
 
 void StreamPoller::pause() {
-  if (polls_++ < kSpinPolls)
+  if (Clock::now() - start_ < kSpinFor) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
     return;
+  }
   std::this_thread::sleep_for(std::chrono::microseconds(sleepUs_));
   sleepUs_ = std::min(sleepUs_ * 2, kMaxSleepUs);
 }
@@ -131,17 +148,29 @@ bool allWorkersDone(const std::vector<LoomWorkerStatus> &status) {
   return true;
 }
 
+bool noWorkerReported(const std::vector<LoomWorkerStatus> &status) {
+  for (const LoomWorkerStatus &s : status)
+    if (s.task != kWorkerNotStarted || s.error != 0)
+      return false;
+  return true;
+}
+
+bool bodyFailed(const LoomWorkerStatus &status) {
+  return status.error != 0 && status.event < 0;
+}
+
 bool anyTaskFailed(const std::vector<LoomWorkerStatus> &status) {
   for (const LoomWorkerStatus &s : status)
-    if (s.error != 0)
+    if (bodyFailed(s))
       return true;
   return false;
 }
 
 std::string describeWorkers(const ProgramTable &table,
-                            const std::vector<LoomWorkerStatus> &status) {
+                            const std::vector<LoomWorkerStatus> &status,
+                            const std::vector<uint64_t> *counts) {
   std::ostringstream os;
-  int listed = 0, unlisted = 0, finished = 0, notStarted = 0;
+  int listed = 0, unlisted = 0, finished = 0, silent = 0;
   for (size_t w = 0; w < status.size(); ++w) {
     const LoomWorkerStatus &s = status[w];
     if (s.task == kWorkerDone && s.error == 0) {
@@ -149,7 +178,7 @@ std::string describeWorkers(const ProgramTable &table,
       continue;
     }
     if (s.task == kWorkerNotStarted && s.error == 0) {
-      ++notStarted;
+      ++silent;
       continue;
     }
     if (listed == kMaxListedWorkers) {
@@ -158,48 +187,79 @@ std::string describeWorkers(const ProgramTable &table,
     }
     ++listed;
     os << "\n  worker " << w << ": ";
-    if (s.error != 0)
+    if (bodyFailed(s)) {
       os << taskName(table, s.task) << " failed with code " << s.error;
-    else if (s.event < 0)
+      continue;
+    }
+    if (s.event < 0) {
       os << "running " << taskName(table, s.task);
-    else
-      os << taskName(table, s.task) << " waits for "
-         << eventName(table, s.event) << ": count " << s.seen << ", needs "
-         << s.needed;
+      continue;
+    }
+    const bool known = s.event < table.numEvents() && counts &&
+                       static_cast<size_t>(s.event) < counts->size();
+    const uint64_t count = known ? (*counts)[s.event] : s.seen;
+    if (known && s.error == 0 && count >= s.needed) {
+      // The wait is over; the kernel did not say what came after it.
+      os << "running " << taskName(table, s.task)
+         << " or a later task that needed no wait (its wait for "
+         << eventName(table, s.event) << " is over: count " << count
+         << ", needs " << s.needed << ")";
+      continue;
+    }
+    os << taskName(table, s.task) << " waits for " << eventName(table, s.event)
+       << ": count " << count << ", needs " << s.needed;
+    if (s.error == kWaitAborted)
+      os << " (left: abort flag)";
+    else if (s.error == kWaitTimedOut)
+      os << " (gave up: timeout_cycles)";
+    else if (s.error != 0)
+      os << " (left with code " << s.error << ")";
   }
   if (unlisted)
     os << "\n  ... and " << unlisted << " more workers waiting or running";
   if (finished)
     os << "\n  (" << finished << " other worker" << (finished == 1 ? "" : "s")
        << " finished " << (finished == 1 ? "its" : "their") << " tasks)";
-  if (notStarted)
-    os << "\n  (" << notStarted << " worker" << (notStarted == 1 ? "" : "s")
-       << " had not started)";
+  if (silent)
+    os << "\n  (" << silent << " worker" << (silent == 1 ? " has" : "s have")
+       << " not reported: not started, or running tasks that needed no "
+          "wait)";
   return os.str();
 }
 
 std::string describeStall(const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &status,
-                          uint64_t epoch, uint32_t timeoutMs) {
+                          uint64_t epoch, uint32_t timeoutMs,
+                          const std::vector<uint64_t> *counts) {
   std::ostringstream os;
   os << "program " << quoted(table.name()) << " launch " << epoch
-     << " stopped by the watchdog: no worker's status changed for "
-     << timeoutMs << " ms" << describeWorkers(table, status);
+     << " stopped by the watchdog: no worker's status changed for " << timeoutMs
+     << " ms" << describeWorkers(table, status, counts);
   return os.str();
 }
 
 std::string describeDeviceTimeout(const ProgramTable &table,
                                   const std::vector<LoomWorkerStatus> &status,
-                                  uint64_t epoch, uint64_t timeoutCycles) {
+                                  uint64_t epoch, uint64_t timeoutCycles,
+                                  const std::vector<uint64_t> *counts) {
+  std::ostringstream os;
+  if (!status.empty() && noWorkerReported(status)) {
+    // Most likely a kernel that does not write the records at all; a launch
+    // it finished cannot be told from one it gave up on.
+    os << "program " << quoted(table.name()) << " launch " << epoch
+       << ": the kernel ended without writing any worker's LoomWorkerStatus; "
+          "each worker must set its task to -1 when it finishes "
+          "(kernels/common/DeviceAbi.h, runtime/README.md)";
+    return os.str();
+  }
   int unfinished = 0;
   for (const LoomWorkerStatus &s : status)
     unfinished += s.task != kWorkerDone;
-  std::ostringstream os;
   os << "program " << quoted(table.name()) << " launch " << epoch
      << " ended with " << unfinished << " worker"
      << (unfinished == 1 ? "" : "s")
      << " unfinished: a wait gave up after timeout_cycles (" << timeoutCycles
-     << " cycles)" << describeWorkers(table, status);
+     << " cycles)" << describeWorkers(table, status, counts);
   return os.str();
 }
 
@@ -210,7 +270,7 @@ std::string describeFailures(const ProgramTable &table,
   int listed = 0, unlisted = 0;
   for (size_t w = 0; w < status.size(); ++w) {
     const LoomWorkerStatus &s = status[w];
-    if (s.error == 0)
+    if (!bodyFailed(s))
       continue;
     if (listed == kMaxListedWorkers) {
       ++unlisted;
@@ -219,8 +279,8 @@ std::string describeFailures(const ProgramTable &table,
     if (listed++)
       os << "\n";
     os << "program " << quoted(table.name()) << " launch " << epoch << ": "
-       << taskName(table, s.task) << " on worker " << w
-       << " failed with code " << s.error;
+       << taskName(table, s.task) << " on worker " << w << " failed with code "
+       << s.error;
   }
   if (unlisted)
     os << "\n... and " << unlisted << " more failed workers";
@@ -228,9 +288,8 @@ std::string describeFailures(const ProgramTable &table,
 }
 
 LaunchWatch watchLaunch(const ProgramTable &table,
-                        const volatile LoomWorkerStatus *status,
-                        uint64_t epoch, uint32_t watchdogMs,
-                        const WatchHooks &hooks) {
+                        const volatile LoomWorkerStatus *status, uint64_t epoch,
+                        uint32_t watchdogMs, const WatchHooks &hooks) {
   using Clock = StallDetector::Clock;
   const int32_t numWorkers = table.numWorkers();
   LaunchWatch w;
@@ -239,6 +298,7 @@ LaunchWatch watchLaunch(const ProgramTable &table,
   StallDetector detector;
   detector.arm(watchdogMs, now, Clock::now());
   Clock::time_point abortedAt;
+  Clock::time_point nextLook = Clock::now() + kLookEvery;
   StreamPoller poller;
   auto abort = [&](Clock::time_point at) {
     hooks.raiseAbort();
@@ -259,6 +319,9 @@ LaunchWatch watchLaunch(const ProgramTable &table,
       }
       continue;
     }
+    if (at < nextLook)
+      continue;
+    nextLook = at + kLookEvery;
     snapshotWorkerStatus(status, numWorkers, &now);
     // A failed body leaves its triggers undone: stop the workers waiting for
     // them instead of letting the watchdog find them later.
@@ -267,8 +330,11 @@ LaunchWatch watchLaunch(const ProgramTable &table,
       continue;
     }
     if (detector.stalled(now, at)) {
-      // The report is what the workers were doing when the flag went up.
-      w.stallReport = describeStall(table, now, epoch, watchdogMs);
+      // The report is what the workers were doing when the flag went up; as
+      // they leave they keep their records, but take it now regardless.
+      std::vector<uint64_t> counts = readCounts(hooks);
+      w.stallReport =
+          describeStall(table, now, epoch, watchdogMs, orNull(counts));
       abort(at);
     }
   }
@@ -277,7 +343,7 @@ LaunchWatch watchLaunch(const ProgramTable &table,
 Status endedLaunchStatus(const ProgramTable &table,
                          const std::vector<LoomWorkerStatus> &last,
                          uint64_t epoch, const LaunchWatch &watch,
-                         uint64_t timeoutCycles) {
+                         uint64_t timeoutCycles, const WatchHooks &hooks) {
   if (anyTaskFailed(last))
     return Status(LOOMRT_ERROR_TASK_FAILED,
                   describeFailures(table, last, epoch));
@@ -287,20 +353,26 @@ Status endedLaunchStatus(const ProgramTable &table,
     return Status();
   if (watch.aborted)
     return Status(LOOMRT_ERROR_TIMEOUT, watch.stallReport);
-  return Status(LOOMRT_ERROR_TIMEOUT,
-                describeDeviceTimeout(table, last, epoch, timeoutCycles));
+  // Only failures read the counters (a report's accuracy, not worth a copy
+  // on every successful launch).
+  std::vector<uint64_t> counts = readCounts(hooks);
+  return Status(
+      LOOMRT_ERROR_TIMEOUT,
+      describeDeviceTimeout(table, last, epoch, timeoutCycles, orNull(counts)));
 }
 
 Status wedgedLaunchStatus(const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &last,
                           uint64_t epoch, const LaunchWatch &watch,
                           uint32_t watchdogMs, const std::string &device,
-                          const std::string &what, std::string *why) {
+                          const std::string &what, const WatchHooks &hooks,
+                          std::string *why) {
+  std::vector<uint64_t> counts = readCounts(hooks);
   std::string still = "the kernel did not exit within " +
                       std::to_string(watchdogMs) +
-                      " ms of the abort flag; still inside:" +
-                      describeWorkers(table, last);
-  *why = what + " " + still;
+                      " ms of the abort flag; its workers now:" +
+                      describeWorkers(table, last, orNull(counts));
+  *why = what + ": " + still;
   const bool failed = anyTaskFailed(last);
   std::string head =
       failed ? describeFailures(table, last, epoch) : watch.stallReport;
@@ -314,13 +386,17 @@ Status wedgedLaunchStatus(const ProgramTable &table,
 Status failedLaunchStatus(loomrt_status code, const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &last,
                           const std::string &device, const std::string &what,
-                          const std::string &errorText, bool sticky) {
+                          const std::string &errorText, bool sticky,
+                          const WatchHooks &hooks) {
+  // After a fault the counters usually cannot be read; the records can.
+  std::vector<uint64_t> counts =
+      sticky ? std::vector<uint64_t>() : readCounts(hooks);
   return makeError(code, device, ": ", what, " failed: ", errorText,
                    sticky ? "; the device's context is unusable now "
                             "(restart the process)"
                           : "",
                    "\n  workers when it stopped:",
-                   describeWorkers(table, last));
+                   describeWorkers(table, last, orNull(counts)));
 }
 
 } // namespace rt

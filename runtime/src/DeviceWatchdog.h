@@ -12,19 +12,23 @@
 //   task == -1              finished its tasks
 //   task == -2              not started yet (written by the runtime before
 //                           each launch; the kernel overwrites it)
-//   error != 0              the body of `task` failed with that code
+//   error != 0, event == -1 the body of `task` failed with code `error`
+//   error != 0, event >= 0  the worker left that wait: -1 because the abort
+//                           flag was up, -2 because its own timeout_cycles
+//                           ran out (kernels/nvidia/Interpreter.cuh)
 //
-// A worker that leaves because of the abort flag or its own wait timeout
-// keeps its record as it was: that record is the report.
+// A worker that leaves a wait keeps the wait in its record: that record is
+// the report. The kernel raises the abort flag itself when a body fails or a
+// wait times out, so the other workers leave too.
 //
 // Progress is any change in any record: a worker moved to another task or
 // event, or saw a count move. Nothing changing for the watchdog timeout means
 // the launch is stuck, as on the host (so the timeout must exceed the longest
 // single task body).
 //
-// The backend polls its stream through watchLaunch() and turns what it saw
-// into a Status with the describe*/…Status helpers below, so every GPU
-// backend reports a stuck or failed launch in the same words.
+// A backend polls its stream through watchLaunch() and turns what it saw into
+// a Status with the …LaunchStatus helpers, so every GPU backend reports a
+// stuck or failed launch in the same words.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_RUNTIME_SRC_DEVICEWATCHDOG_H
@@ -43,6 +47,9 @@ namespace rt {
 
 constexpr int32_t kWorkerDone = -1;
 constexpr int32_t kWorkerNotStarted = -2;
+/// LoomWorkerStatus::error of a worker that left a wait (event >= 0).
+constexpr int32_t kWaitAborted = -1;
+constexpr int32_t kWaitTimedOut = -2;
 
 /// Marks every worker not started, no error. Called before each launch,
 /// while no kernel of the program runs.
@@ -70,26 +77,37 @@ private:
   Clock::time_point lastChange_;
 };
 
-/// How synchronize polls a stream: back to back first (a short kernel is
-/// noticed within microseconds), then sleeps doubling up to 100 us, which
-/// bounds how late synchronize returns for a long kernel.
+/// How synchronize polls a stream. Back to back for the first 2 ms, so a
+/// decode-sized kernel (tens of microseconds to a few milliseconds) is seen
+/// done within a microsecond or two and back-to-back launches stay tight;
+/// then sleeps, doubling from 10 up to 200 us, which bounds how late
+/// synchronize returns for a long kernel without keeping a core busy.
 class StreamPoller {
 public:
+  using Clock = std::chrono::steady_clock;
   void pause();
 
 private:
-  int polls_ = 0;
-  int sleepUs_ = 5;
+  Clock::time_point start_ = Clock::now();
+  int sleepUs_ = 10;
 };
 
 bool allWorkersDone(const std::vector<LoomWorkerStatus> &status);
+/// Every record still as the runtime wrote it before the launch.
+bool noWorkerReported(const std::vector<LoomWorkerStatus> &status);
+/// A task body failed (error set while running a body, not while waiting).
+bool bodyFailed(const LoomWorkerStatus &status);
 bool anyTaskFailed(const std::vector<LoomWorkerStatus> &status);
 
-/// One line per waiting or running worker (first 16), then counts of the
-/// finished and not started ones. Task and event ids the kernel wrote are
-/// checked before they index the table.
+/// One line per waiting, running, failed or departed worker (first 16), then
+/// counts of the finished and silent ones. Task and event ids the kernel
+/// wrote are checked before they index the table. `counts`, when given, are
+/// the event counters read as the report is made: the kernel publishes waits
+/// but (by default) not the bodies after them, so a record whose wait the
+/// counters show satisfied is stale and is reported as such.
 std::string describeWorkers(const ProgramTable &table,
-                            const std::vector<LoomWorkerStatus> &status);
+                            const std::vector<LoomWorkerStatus> &status,
+                            const std::vector<uint64_t> *counts = nullptr);
 
 /// The host watchdog's report:
 ///   program 'p' launch 3 stopped by the watchdog: no worker's status
@@ -97,12 +115,16 @@ std::string describeWorkers(const ProgramTable &table,
 ///     worker 0: task 'a#0[0]' (id 0) waits for event 1: count 0, needs 1
 std::string describeStall(const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &status,
-                          uint64_t epoch, uint32_t timeoutMs);
+                          uint64_t epoch, uint32_t timeoutMs,
+                          const std::vector<uint64_t> *counts = nullptr);
 
-/// The kernel ended but workers did not finish: their own wait timeout.
-std::string describeDeviceTimeout(const ProgramTable &table,
-                                  const std::vector<LoomWorkerStatus> &status,
-                                  uint64_t epoch, uint64_t timeoutCycles);
+/// The kernel ended but workers did not finish: their own wait timeout (or,
+/// when no record was ever written, a kernel that ignores the protocol).
+std::string
+describeDeviceTimeout(const ProgramTable &table,
+                      const std::vector<LoomWorkerStatus> &status,
+                      uint64_t epoch, uint64_t timeoutCycles,
+                      const std::vector<uint64_t> *counts = nullptr);
 
 /// "program 'p' launch 2: task 'x' (id 3) on worker 1 failed with code 42",
 /// one line per failed worker (first 16).
@@ -110,55 +132,65 @@ std::string describeFailures(const ProgramTable &table,
                              const std::vector<LoomWorkerStatus> &status,
                              uint64_t epoch);
 
+/// What the backend lends the watchdog.
+struct WatchHooks {
+  /// Queries the launch's stream: true while the kernel runs, false once it
+  /// ended, successfully or not (the backend keeps the answer).
+  std::function<bool()> busy;
+  /// Raises the kernel's abort flag (host-mapped memory).
+  std::function<void()> raiseAbort;
+  /// The event counters now (the memory stream does not wait for the
+  /// kernel); empty when they cannot be read, e.g. after a fault. Read only
+  /// for reports.
+  std::function<std::vector<uint64_t>()> readCounts;
+};
+
 /// What the watchdog saw while a kernel ran.
 struct LaunchWatch {
   bool aborted = false;      // the abort flag was raised
   bool stillRunning = false; // ... and the kernel did not exit in time
-  std::string stallReport;   // set when the watchdog raised the flag
+  std::string stallReport;   // set when the watchdog raised it
 };
 
-/// What watchLaunch needs from the backend.
-struct WatchHooks {
-  /// Queries the launch's stream: true while the kernel runs, false once it
-  /// ended (successfully or not: the backend keeps the answer).
-  std::function<bool()> busy;
-  /// Raises the kernel's abort flag (host-mapped memory).
-  std::function<void()> raiseAbort;
-};
-
-/// Polls until the kernel ends. A failed task body (its triggers will never
-/// come) or `watchdogMs` without any record changing raises the abort flag;
-/// a kernel still running `watchdogMs` after that is given up on
-/// (stillRunning: only a task body ignoring the flag can do that).
+/// Polls `hooks.busy` (StreamPoller) until the kernel ends, reading the
+/// records once a millisecond. A failed task body (its triggers will never
+/// come) or `watchdogMs` without any record changing raises the abort flag
+/// (the stall report is taken then, with the counters); a kernel still
+/// running `watchdogMs` after that is given up on (stillRunning: only a task
+/// body ignoring the flag can do that).
 LaunchWatch watchLaunch(const ProgramTable &table,
-                        const volatile LoomWorkerStatus *status,
-                        uint64_t epoch, uint32_t watchdogMs,
-                        const WatchHooks &hooks);
+                        const volatile LoomWorkerStatus *status, uint64_t epoch,
+                        uint32_t watchdogMs, const WatchHooks &hooks);
 
 /// A launch whose kernel ended without an API error, from the workers' last
-/// records: success when every worker finished, else the failed tasks
-/// (LOOMRT_ERROR_TASK_FAILED), the watchdog's report, or the device's own
-/// wait timeout (LOOMRT_ERROR_TIMEOUT).
+/// records: success when every worker finished (even if the flag went up as
+/// the last task ended), else the failed tasks (LOOMRT_ERROR_TASK_FAILED),
+/// the watchdog's report, or the device's own wait timeout
+/// (LOOMRT_ERROR_TIMEOUT).
 Status endedLaunchStatus(const ProgramTable &table,
                          const std::vector<LoomWorkerStatus> &last,
                          uint64_t epoch, const LaunchWatch &watch,
-                         uint64_t timeoutCycles);
+                         uint64_t timeoutCycles, const WatchHooks &hooks);
 
 /// A kernel that did not exit `watchdogMs` after its abort flag. `why` gets
-/// the sentence the backend records as the reason its device is wedged.
+/// "<what>: the kernel did not exit within …", the reason the backend
+/// records for refusing memory calls from now on.
 Status wedgedLaunchStatus(const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &last,
                           uint64_t epoch, const LaunchWatch &watch,
                           uint32_t watchdogMs, const std::string &device,
-                          const std::string &what, std::string *why);
+                          const std::string &what, const WatchHooks &hooks,
+                          std::string *why);
 
 /// The stream reported an error for the launch: "<device>: <what> failed:
 /// <error text>[; the device's context is unusable now (restart the
-/// process)]" and the workers' records when it stopped.
+/// process)]" and what each worker was doing (the counters are not read
+/// after a sticky error).
 Status failedLaunchStatus(loomrt_status code, const ProgramTable &table,
                           const std::vector<LoomWorkerStatus> &last,
                           const std::string &device, const std::string &what,
-                          const std::string &errorText, bool sticky);
+                          const std::string &errorText, bool sticky,
+                          const WatchHooks &hooks);
 
 } // namespace rt
 } // namespace loom

@@ -228,8 +228,10 @@ public:
              << dim(o.getQPe(), 2) << "; p.pageSize = " << dim(o.getCkvCache(), 1) << ";\n"
              << "  p.smScale = " << floatLiteral(o.getSmScale().convertToDouble()) << ";\n"
              << "  float *partialO = " << scratch(op) << ";\n"
-             << "  float *partialLse = partialO + " << dialect.bodies << "mlaPartialOFloats(" << slots
-             << "LL, " << maxB << "LL, " << h << "LL, " << dc << "LL);\n";
+             // The partial outputs of all (slot + request) pieces, then
+             // their LSEs (kernels' MLA workspace layout).
+             << "  float *partialLse = partialO + " << (slots + maxB) * h * dc
+             << "LL;\n";
           if (phase == 0)
             os << "  " << dialect.bodies << "mlaSplit" << dialect.bodyTemplate << "(p, tile, " << slots << "LL, partialO, partialLse" << dialect.extraArgs << ");\n";
           else
@@ -261,8 +263,7 @@ public:
              << "  p.lowerBound = " << floatLiteral(lb ? lb->convertToDouble() : -5.0) << ";\n"
              << "  p.scale = " << floatLiteral(o.getScale().convertToDouble()) << ";\n"
              << "  p.qkL2norm = " << (o.getQkL2norm() ? "true" : "false") << ";\n"
-             << "  p.maxChunks = " << dialect.bodies << "kdaMaxChunks(" << bounds.tokens << "LL, "
-             << bounds.seqs << "LL, " << c << "LL);\n"
+             << "  p.maxChunks = " << bounds.tokens / c + bounds.seqs << "LL;\n"
              << "  float *work = " << scratch(op) << ";\n"
              << "  const int64_t chunks = " << dialect.bodies << "kdaNumChunks(p.cuSeqlens, p.numSeqs, "
              << c << "LL);\n";

@@ -36,7 +36,7 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
      << "constexpr int kThreads = " << info.threadsPerBlock << ";\n\n";
   // Separate functions (not inlined into one switch): each body keeps its
   // own register allocation pressure out of the others'.
-  TileDialect dialect{"loom::nvidia::", "__device__ __noinline__", ", char *smem",
+  TileDialect dialect{"loom::sm90::", "__device__ __noinline__", ", char *smem",
                       ", smem", "<kThreads>"};
   if (failed(emitTileFunctions(graph, dialect, os)))
     return failure();
@@ -82,6 +82,13 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
      << "        return runTask(task, a, smem);\n"
      << "      });\n"
      << "}\n";
+
+  // One worker block per SM: give it all the shared memory a block may
+  // have (the chip table's smem_per_block) less room for the loop's and the
+  // bodies' static __shared__ variables; every body fits in that.
+  constexpr int kStaticSmemReserve = 4096;
+  info.dynamicSmemBytes =
+      int(graph.getTarget().getSmemPerBlock()) - kStaticSmemReserve;
 
   llvm::SmallVector<std::string> kinds;
   for (Operation &op : graph.getBodyBlock())

@@ -68,7 +68,7 @@ constexpr int64_t kWorkers = 132; // H200: the tilings below assume it
   do {                                                                         \
     cudaError_t err_ = (expr);                                                 \
     if (err_ != cudaSuccess) {                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,       \
                    cudaGetErrorString(err_));                                  \
       std::exit(2);                                                            \
     }                                                                          \
@@ -137,13 +137,12 @@ template <typename T> struct Dev {
   }
   ~Dev() { cudaFree(p); }
   void put(const std::vector<T> &v) {
-    CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T),
-                          cudaMemcpyHostToDevice));
+    CUDA_CHECK(
+        cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
   std::vector<T> get() const {
     std::vector<T> v(n);
-    CUDA_CHECK(
-        cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
   }
 };
@@ -208,6 +207,11 @@ bool compare(const std::string &name, const std::vector<T> &dev,
       }
       continue;
     }
+    if (std::isinf(d) || std::isinf(r)) { // e.g. lse = -inf: must match
+      if (d != r && !nanMismatch++)
+        firstBad = i;
+      continue;
+    }
     ++compared;
     const double e = std::fabs(d - r);
     maxAbs = std::max(maxAbs, e);
@@ -221,17 +225,17 @@ bool compare(const std::string &name, const std::vector<T> &dev,
     den += r * r;
   }
   const double relRms = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  const bool ok = nanMismatch == 0 && worst <= 1.0 && relRms <= rmsTol &&
-                  compared > 0;
+  const bool ok =
+      nanMismatch == 0 && worst <= 1.0 && relRms <= rmsTol && compared > 0;
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "n=%zu max|err|=%.3g worst=%.3g relRMS=%.3g nanMismatch=%zu",
-                compared, maxAbs, worst, relRms, nanMismatch);
+  std::snprintf(
+      buf, sizeof buf,
+      "n=%zu max|err|=%.3g worst=%.3g relRMS=%.3g nan/inf mismatch=%zu",
+      compared, maxAbs, worst, relRms, nanMismatch);
   std::string detail = buf;
   if (!ok && firstBad != size_t(-1)) {
-    std::snprintf(buf, sizeof buf, " first bad [%zu]: dev=%g ref=%g",
-                  firstBad, double(toF(dev[firstBad])),
-                  double(toF(ref[firstBad])));
+    std::snprintf(buf, sizeof buf, " first bad [%zu]: dev=%g ref=%g", firstBad,
+                  double(toF(dev[firstBad])), double(toF(ref[firstBad])));
     detail += buf;
   }
   report(ok, name, detail);
@@ -243,8 +247,8 @@ bool compare(const std::string &name, const std::vector<T> &dev,
 //===----------------------------------------------------------------------===//
 
 template <typename F>
-__global__ void __launch_bounds__(kThreads, 1) tileKernel(F f,
-                                                          int32_t *status) {
+__global__ void __launch_bounds__(kThreads, 1)
+    tileKernel(F f, int32_t *status) {
   extern __shared__ __align__(128) char smem[];
   const int32_t err = f(int64_t(blockIdx.x), smem);
   if (threadIdx.x == 0 && err != 0)
@@ -268,8 +272,8 @@ int32_t runTiles(const F &f, int64_t tiles, int64_t smemBytes) {
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
   int32_t status = 0;
-  CUDA_CHECK(cudaMemcpy(&status, dStatus, sizeof status,
-                        cudaMemcpyDeviceToHost));
+  CUDA_CHECK(
+      cudaMemcpy(&status, dStatus, sizeof status, cudaMemcpyDeviceToHost));
   return status;
 }
 
@@ -319,9 +323,9 @@ void testRmsnorm(int64_t rows, int64_t D, bool inPlace) {
   Dev<bf16> dx(x), dw(w), dy(poisonVec<bf16>(rows * D));
   const int64_t per = rowsPerTask(rows);
   RmsnormTile f{dx.p, dw.p, inPlace ? dx.p : dy.p, D, rows, per, eps};
-  expectStatus(name, runTiles(f, ceilDiv(rows, per),
-                              sm90::rmsnormSmemBytes<kThreads>()),
-               0);
+  expectStatus(
+      name, runTiles(f, ceilDiv(rows, per), sm90::rmsnormSmemBytes<kThreads>()),
+      0);
   compare(name, inPlace ? dx.get() : dy.get(), ref, 1e-2, 1e-2);
 }
 
@@ -337,8 +341,7 @@ template <typename TIn> struct LinearTileF {
   int64_t M, K, N, nTile;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     const int64_t n0 = tile * nTile, n1 = lnv::imin(N, n0 + nTile);
-    return sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1,
-                                      smem);
+    return sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1, smem);
   }
 };
 
@@ -352,8 +355,8 @@ struct LinearPartialF {
     const int64_t n0 = nt * nTile, n1 = lnv::imin(N, n0 + nTile);
     const int64_t kPer = (K + splits - 1) / splits;
     const int64_t k0 = s * kPer, k1 = lnv::imin(K, k0 + kPer);
-    return sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K,
-                                         N, n0, n1, k0, k1, smem);
+    return sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K, N,
+                                         n0, n1, k0, k1, smem);
   }
 };
 
@@ -371,7 +374,9 @@ struct LinearReduceF {
 
 /// nTile / splits as partitionLinear chooses them (unless forced).
 void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
-                int64_t forceNTile = 0) {
+                int64_t forceNTile = 0, int64_t smem = -1) {
+  if (smem < 0)
+    smem = sm90::linearSmemBytes<kThreads>();
   int64_t nTile =
       std::clamp<int64_t>(roundUp(ceilDiv(N, kWorkers), 16), 16, 512);
   if (forceNTile)
@@ -383,9 +388,10 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   const int64_t maxM = std::max<int64_t>(M, 32);
   char nameBuf[128];
   std::snprintf(nameBuf, sizeof nameBuf,
-                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s",
+                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s%s",
                 (long long)M, (long long)K, (long long)N, (long long)nTile,
-                (long long)splits, residual ? " +res" : "");
+                (long long)splits, residual ? " +res" : "",
+                smem == 0 ? " no-smem" : "");
   const std::string name = nameBuf;
 
   const float ws = 1.0f / std::sqrt(float(K));
@@ -403,8 +409,7 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
                        std::min<int64_t>(N, c * 64 + 64));
     });
     LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile};
-    expectStatus(name, runTiles(f, nTiles, sm90::linearSmemBytes<kThreads>()),
-                 0);
+    expectStatus(name, runTiles(f, nTiles, smem), 0);
     compare(name, dy.get(), ref, 2e-2, 1e-2);
     return;
   }
@@ -412,17 +417,15 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   std::vector<float> refScratch =
       poisonVec<float>(host::linearSplitKWorkspaceFloats(maxM, N, splits));
   parallelFor(splits, [&](int64_t s) {
-    host::linearPartial(x.data(), w.data(), refScratch.data() + s * maxM * N,
-                        M, K, N, 0, N, s * kPer,
+    host::linearPartial(x.data(), w.data(), refScratch.data() + s * maxM * N, M,
+                        K, N, 0, N, s * kPer,
                         std::min<int64_t>(K, s * kPer + kPer));
   });
   host::linearReduce(refScratch.data(), splits, maxM * N, resH, ref.data(), M,
                      N, 0, N);
   Dev<float> dScratch(poisonVec<float>(refScratch.size()));
   LinearPartialF f0{dx.p, dw.p, dScratch.p, M, maxM, K, N, nTile, splits};
-  expectStatus(name, runTiles(f0, nTiles * splits,
-                              sm90::linearSmemBytes<kThreads>()),
-               0);
+  expectStatus(name, runTiles(f0, nTiles * splits, smem), 0);
   compare(name + " partials", dScratch.get(), refScratch, 1e-3, 1e-3);
   LinearReduceF f1{dScratch.p, resD, dy.p, M, maxM, N, nTile, splits};
   expectStatus(name, runTiles(f1, nTiles, 0), 0);
@@ -465,11 +468,12 @@ struct RopeTile {
 };
 
 void testRope(int64_t T, int64_t H, int64_t D, int64_t rot, bool inPlace,
-              int64_t forcePer = 0) {
+              int64_t forcePer = 0, bool noSmem = false) {
   char nameBuf[128];
-  std::snprintf(nameBuf, sizeof nameBuf, "rope T=%lld H=%lld D=%lld rot=%lld%s",
-                (long long)T, (long long)H, (long long)D, (long long)rot,
-                inPlace ? " in-place" : "");
+  std::snprintf(nameBuf, sizeof nameBuf,
+                "rope T=%lld H=%lld D=%lld rot=%lld%s%s", (long long)T,
+                (long long)H, (long long)D, (long long)rot,
+                inPlace ? " in-place" : "", noSmem ? " no-smem" : "");
   const std::string name = nameBuf;
   const int64_t rows = T * H;
   auto x = randVec<bf16>(rows * D, -2, 2);
@@ -483,8 +487,9 @@ void testRope(int64_t T, int64_t H, int64_t D, int64_t rot, bool inPlace,
   Dev<int32_t> dpos(pos);
   const int64_t per = forcePer ? forcePer : rowsPerTask(rows);
   RopeTile f{dx.p, dpos.p, inPlace ? dx.p : dy.p, H, D, rot, rows, per, theta};
-  expectStatus(name, runTiles(f, ceilDiv(rows, per),
-                              sm90::ropeSmemBytes<kThreads>()),
+  expectStatus(name,
+               runTiles(f, ceilDiv(rows, per),
+                        noSmem ? 0 : sm90::ropeSmemBytes<kThreads>()),
                0);
   compare(name, inPlace ? dx.get() : dy.get(), ref, 1e-2, 1e-2);
 }
@@ -516,8 +521,8 @@ void testKvAppend() {
   auto vc = poisonVec<bf16>(pages * P * Hkv * Dv);
   Dev<bf16> dk(k), dv(v), dkc(kc), dvc(vc);
   Dev<int32_t> ds(slots);
-  host::kvAppend(k.data(), v.data(), slots.data(), kc.data(), vc.data(), Hkv,
-                 D, Dv, P, 0, T);
+  host::kvAppend(k.data(), v.data(), slots.data(), kc.data(), vc.data(), Hkv, D,
+                 Dv, P, 0, T);
   KvAppendTile f{dk.p, dv.p, ds.p, dkc.p, dvc.p, Hkv, D, Dv, P, T};
   expectStatus(name, runTiles(f, T, 0), 0);
   compare(name + " k_cache", dkc.get(), kc, 0, 0);
@@ -582,10 +587,9 @@ struct GqaSplitTile {
   float scale;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     const int64_t pair = tile / S, s = tile % S;
-    return sm90::gqaDecodeSplit<kThreads>(q, kc, vc, indptr, indices, lens, ws,
-                                          batch, maxB, Hq, Hkv, D, Dv, P, S,
-                                          scale, pair / Hkv, pair % Hkv, s,
-                                          smem);
+    return sm90::gqaDecodeSplit<kThreads>(
+        q, kc, vc, indptr, indices, lens, ws, batch, maxB, Hq, Hkv, D, Dv, P, S,
+        scale, pair / Hkv, pair % Hkv, s, smem);
   }
 };
 
@@ -633,10 +637,10 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
   Dev<int32_t> dip(pg.indptr), dind(pg.indices), dlens(lens);
   Dev<float> dws(poisonVec<float>(wsFloats));
   GqaSplitTile f0{dq.p, dkc.p, dvc.p, dip.p, dind.p, dlens.p, dws.p, batch,
-                  maxB, Hq, Hkv, D, Dv, P, S, scale};
-  expectStatus(name, runTiles(f0, maxB * Hkv * S,
-                              sm90::gqaSplitSmemBytes<kThreads>(D)),
-               0);
+                  maxB, Hq,    Hkv,   D,     Dv,     P,       S,     scale};
+  expectStatus(
+      name, runTiles(f0, maxB * Hkv * S, sm90::gqaSplitSmemBytes<kThreads>(D)),
+      0);
   compare(name + " partials", dws.get(), refWs, 1e-3, 1e-3);
   GqaMergeTile f1{dws.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
   expectStatus(name, runTiles(f1, maxB * Hkv, 0), 0);
@@ -652,8 +656,7 @@ template <typename T> struct MlaSplitTile {
   int64_t slots;
   float *partialO, *partialLse;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
-    return sm90::mlaSplit<kThreads>(p, tile, slots, partialO, partialLse,
-                                    smem);
+    return sm90::mlaSplit<kThreads>(p, tile, slots, partialO, partialLse, smem);
   }
 };
 
@@ -717,7 +720,8 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
   for (int64_t m = 0; m < merges; ++m)
     host::mlaMerge(hp, m, merges, slots, refWs.data(), refWs.data() + oFloats);
 
-  Dev<T> dqn(qn), dqp(qp), dckv(ckv), dkpe(kpe), dout(poisonVec<T>(refO.size()));
+  Dev<T> dqn(qn), dqp(qp), dckv(ckv), dkpe(kpe),
+      dout(poisonVec<T>(refO.size()));
   Dev<int32_t> dip(pg.indptr), dind(pg.indices), dlens(lensFull);
   Dev<float> dlse(poisonVec<float>(refLse.size())),
       dws(poisonVec<float>(wsFloats));
@@ -731,9 +735,9 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
   dp.kvLens = dlens.p;
   dp.o = dout.p;
   dp.lse = dlse.p;
-  const int64_t smemSplit =
-      (Dc == 512 && Dp == 64) ? sm90::mlaSplitSmemBytes<kThreads>()
-                              : sm90::mlaSplitGenericSmemBytes(H, Dc, Dp);
+  const int64_t smemSplit = (Dc == 512 && Dp == 64)
+                                ? sm90::mlaSplitSmemBytes<kThreads>()
+                                : sm90::mlaSplitGenericSmemBytes(H, Dc, Dp);
   MlaSplitTile<T> f0{dp, slots, dws.p, dws.p + oFloats};
   expectStatus(name, runTiles(f0, slots, smemSplit), 0);
   auto ws = dws.get();
@@ -819,15 +823,14 @@ void testKda(const KdaCase &kc) {
   const int64_t scanTasks = std::min(kc.maxSeqs * H * vBlocks, kWorkers);
   const int64_t maxChunks = host::kdaMaxChunks(kc.maxTokens, kc.maxSeqs, C);
   char nameBuf[200];
-  std::snprintf(nameBuf, sizeof nameBuf,
-                "kda%s T=%lld N=%lld H=%lld K=%lld V=%lld C=%lld %s%s vB=%lld",
-                kc.tag, (long long)T_, (long long)N, (long long)H,
-                (long long)K, (long long)V, (long long)C,
-                kc.gate == host::KdaGate::Bounded ? "bounded" : "unbounded",
-                kc.smallSmem || sm90::kdaIntraSmemBytes(C, K, V) > gMaxSmem
-                    ? " (ws path)"
-                    : "",
-                (long long)vBlocks);
+  std::snprintf(
+      nameBuf, sizeof nameBuf,
+      "kda%s T=%lld N=%lld H=%lld K=%lld V=%lld C=%lld %s%s vB=%lld", kc.tag,
+      (long long)T_, (long long)N, (long long)H, (long long)K, (long long)V,
+      (long long)C, kc.gate == host::KdaGate::Bounded ? "bounded" : "unbounded",
+      kc.smallSmem || sm90::kdaIntraSmemBytes(C, K, V) > gMaxSmem ? " (ws path)"
+                                                                  : "",
+      (long long)vBlocks);
   const std::string name = nameBuf;
 
   // Without the L2 norm the delta rule is only stable for |k| <~ 1.
@@ -888,9 +891,11 @@ void testKda(const KdaCase &kc) {
     host::kdaStateScan(hp, i / H, i % H, 0, V, refWs.data());
   });
 
-  Dev<T> dq(q), dk(k), dv(v), dg(g), dbeta(beta), dout(poisonVec<T>(refO.size()));
+  Dev<T> dq(q), dk(k), dv(v), dg(g), dbeta(beta),
+      dout(poisonVec<T>(refO.size()));
   Dev<float> daLog(aLog), ddt(dtBias), dinit(init),
-      dstate(poisonVec<float>(refState.size())), dws(poisonVec<float>(wsFloats));
+      dstate(poisonVec<float>(refState.size())),
+      dws(poisonVec<float>(wsFloats));
   Dev<int32_t> dcu(cu);
   sm90::KdaParams<T> dp = hp;
   dp.q = dq.p;
@@ -963,8 +968,11 @@ struct EmbeddingTile {
   bf16 *y;
   int64_t vocab, D;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
+    // As the emitted tile does: the body's false becomes status 1.
     return sm90::embedding<kThreads>(table, ids, y, vocab, D, tile, tile + 1,
-                                     smem);
+                                     smem)
+               ? 0
+               : lnv::kBodyBadIndex;
   }
 };
 
@@ -977,8 +985,8 @@ void testEmbedding() {
     i = int32_t(irand(0, vocab - 1));
   ids[5] = int32_t(vocab + 3); // out of range: zero row, status 1
   std::vector<bf16> ref = poisonVec<bf16>(B * D);
-  const bool ok = host::embedding(table.data(), ids.data(), ref.data(), vocab,
-                                  D, 0, B);
+  const bool ok =
+      host::embedding(table.data(), ids.data(), ref.data(), vocab, D, 0, B);
   Dev<bf16> dt(table), dy(poisonVec<bf16>(B * D));
   Dev<int32_t> di(ids);
   EmbeddingTile f{dt.p, di.p, dy.p, vocab, D};
@@ -1095,9 +1103,9 @@ struct ToyTables {
 __global__ void __launch_bounds__(kThreads, 1)
     loopKernel(LoomKernelArgs args, ToyTables t, ToyRun run) {
   lnv::loomPersistentLoop<kThreads>(args, t.workerBegin, t.workerTasks,
-                                   t.waitBegin, t.waitEvents, t.triggerBegin,
-                                   t.triggerEvents, t.eventNeeds, t.numTasks,
-                                   t.numEvents, t.mode, run);
+                                    t.waitBegin, t.waitEvents, t.triggerBegin,
+                                    t.triggerEvents, t.eventNeeds, t.numTasks,
+                                    t.numEvents, t.mode, run);
 }
 
 /// A task table under construction (host side).
@@ -1129,8 +1137,9 @@ struct ToyDevice {
       triggerEvents, needs, kind, arg;
   int32_t numTasks, numEvents;
 
-  static std::vector<int32_t> flatten(const std::vector<std::vector<int32_t>> &v,
-                                      std::vector<int32_t> &begin) {
+  static std::vector<int32_t>
+  flatten(const std::vector<std::vector<int32_t>> &v,
+          std::vector<int32_t> &begin) {
     std::vector<int32_t> flat;
     begin.assign(1, 0);
     for (const auto &x : v) {
@@ -1171,8 +1180,9 @@ struct ToyDevice {
   }
 
   ToyTables tables(int32_t mode) const {
-    return {workerBegin.p, workerTasks.p, waitBegin.p, waitEvents.p,
-            triggerBegin.p, triggerEvents.p, needs.p, numTasks, numEvents,
+    return {workerBegin.p, workerTasks.p,  waitBegin.p,
+            waitEvents.p,  triggerBegin.p, triggerEvents.p,
+            needs.p,       numTasks,       numEvents,
             mode};
   }
 };
@@ -1206,8 +1216,8 @@ struct Watch {
 
 void launchLoop(const ToyDevice &d, const ToyRun &run, Watch &watch,
                 unsigned long long *events, unsigned long long epoch,
-                unsigned long long timeoutCycles, int32_t mode,
-                int32_t workers, cudaStream_t stream) {
+                unsigned long long timeoutCycles, int32_t mode, int32_t workers,
+                cudaStream_t stream) {
   LoomKernelArgs args{};
   args.bindings = nullptr;
   args.workspace = nullptr;
@@ -1281,8 +1291,8 @@ void testLoopEpochs(bool dynamic) {
       const int32_t want = 1000 * e + (t + links - 1) % kChainWidth + links - 1;
       if (c[(links - 1) * kChainWidth + t] != want) {
         ok = false;
-        detail += " chain[" + std::to_string(t) + "]=" +
-                  std::to_string(c[(links - 1) * kChainWidth + t]) +
+        detail += " chain[" + std::to_string(t) +
+                  "]=" + std::to_string(c[(links - 1) * kChainWidth + t]) +
                   " want " + std::to_string(want);
         break;
       }
@@ -1293,14 +1303,14 @@ void testLoopEpochs(bool dynamic) {
     const int32_t got = diamOut.get()[e - 1];
     if (got != want) {
       ok = false;
-      detail += " diamond " + std::to_string(got) + " want " +
-                std::to_string(want);
+      detail +=
+          " diamond " + std::to_string(got) + " want " + std::to_string(want);
     }
     for (int32_t w = 0; w < W; ++w)
       if (watch.at(w).task != -1 || watch.at(w).error != 0) {
         ok = false;
-        detail += " worker " + std::to_string(w) + " status task=" +
-                  std::to_string(watch.at(w).task) +
+        detail += " worker " + std::to_string(w) +
+                  " status task=" + std::to_string(watch.at(w).task) +
                   " error=" + std::to_string(watch.at(w).error);
         break;
       }
@@ -1309,12 +1319,11 @@ void testLoopEpochs(bool dynamic) {
   for (int32_t e = 0; e < p.numEvents; ++e)
     if (ev[e] != uint64_t(epochs) * p.needs[e]) {
       ok = false;
-      detail += " event " + std::to_string(e) + " count " +
-                std::to_string(ev[e]);
+      detail +=
+          " event " + std::to_string(e) + " count " + std::to_string(ev[e]);
       break;
     }
-  const uint64_t wantQueue =
-      dynamic ? uint64_t(epochs) * (d.numTasks + W) : 0;
+  const uint64_t wantQueue = dynamic ? uint64_t(epochs) * (d.numTasks + W) : 0;
   if (ev[p.numEvents] != wantQueue) {
     ok = false;
     detail += " queue " + std::to_string(ev[p.numEvents]) + " want " +
@@ -1376,12 +1385,12 @@ void testLoopDeadlock(bool useAbortFlag) {
   // With the flag both stuck workers leave aborted. With the timeout the
   // first to time out raises the flag, so the other may leave either way.
   auto gaveUp = [&](int32_t err) {
-    return useAbortFlag ? err == lnv::kWorkerAborted
-                        : err == lnv::kWorkerAborted ||
-                              err == lnv::kWorkerTimedOut;
+    return useAbortFlag
+               ? err == lnv::kWorkerAborted
+               : err == lnv::kWorkerAborted || err == lnv::kWorkerTimedOut;
   };
-  if (s0.task != 0 || s0.event != never || s0.seen != 0 ||
-      s0.needed != epoch || !gaveUp(s0.error))
+  if (s0.task != 0 || s0.event != never || s0.seen != 0 || s0.needed != epoch ||
+      !gaveUp(s0.error))
     ok = false;
   if (s1.task != 1 || s1.event != after0 || s1.needed != epoch ||
       !gaveUp(s1.error))
@@ -1394,12 +1403,13 @@ void testLoopDeadlock(bool useAbortFlag) {
   if (*reinterpret_cast<volatile int32_t *>(watch.abortFlag) != 1)
     ok = false;
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "ended after %.1f ms; w0 task=%d event=%d seen=%llu needed=%llu "
-                "error=%d; w1 task=%d event=%d error=%d; w2 task=%d",
-                ms, s0.task, s0.event, (unsigned long long)s0.seen,
-                (unsigned long long)s0.needed, s0.error, s1.task, s1.event,
-                s1.error, s2.task);
+  std::snprintf(
+      buf, sizeof buf,
+      "ended after %.1f ms; w0 task=%d event=%d seen=%llu needed=%llu "
+      "error=%d; w1 task=%d event=%d error=%d; w2 task=%d",
+      ms, s0.task, s0.event, (unsigned long long)s0.seen,
+      (unsigned long long)s0.needed, s0.error, s1.task, s1.event, s1.error,
+      s2.task);
   report(ok, name, buf + detail);
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
@@ -1427,8 +1437,9 @@ void testLoopBodyError() {
                   s1.task == 1 && s1.event == e0 &&
                   s1.error == lnv::kWorkerAborted && events.get()[e0] == 0;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "w0 task=%d error=%d; w1 task=%d event=%d error=%d",
-                s0.task, s0.error, s1.task, s1.event, s1.error);
+  std::snprintf(buf, sizeof buf,
+                "w0 task=%d error=%d; w1 task=%d event=%d error=%d", s0.task,
+                s0.error, s1.task, s1.event, s1.error);
   report(ok, name, buf);
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
@@ -1444,9 +1455,10 @@ int main() {
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   gMaxSmem = int64_t(prop.sharedMemPerBlockOptin);
-  std::printf("device %s (sm_%d%d, %d SMs, %lld B smem/block), LOOM_SEED=%llu\n",
-              prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-              (long long)gMaxSmem, (unsigned long long)gSeed);
+  std::printf(
+      "device %s (sm_%d%d, %d SMs, %lld B smem/block), LOOM_SEED=%llu\n",
+      prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+      (long long)gMaxSmem, (unsigned long long)gSeed);
 
   // Decoder bodies (Llama-3.1-8B shapes where they matter).
   testRmsnorm(32, 4096, false);
@@ -1454,18 +1466,20 @@ int main() {
   testRmsnorm(32 * 32, 128, false); // Qwen3 per-head q norm
   for (int64_t M : {1, 7, 16, 32, 40})
     testLinear(M, 4096, 4096, M == 7);
-  testLinear(3, 4096, 4096, true, 512);  // 2 pairs per warp
-  testLinear(9, 4096, 4100, false, 128); // ragged last tile, K split in-block
-  testLinear(5, 4096, 1024, true);       // split-K 2
-  testLinear(9, 4000, 256, false);       // split-K with unaligned k ranges
-  testLinear(32, 14336, 4096, true);     // down projection
+  testLinear(3, 4096, 4096, true, 512);    // 2 pairs per warp
+  testLinear(9, 4096, 4100, false, 128);   // ragged last tile, K split in-block
+  testLinear(5, 4096, 1024, true);         // split-K 2
+  testLinear(9, 4000, 256, false);         // split-K with unaligned k ranges
+  testLinear(32, 14336, 4096, true);       // down projection
+  testLinear(17, 4096, 4096, false, 0, 0); // no shared memory: no K split
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens
+  testRope(8, 8, 128, 64, false, 5, true);
   testKvAppend();
   testGqa({3100, 0, 1, 4500}, 4, 32, 8, 128, 16);
   testGqa({8000}, 1, 32, 8, 128, 16);
-  testGqa({2000, 3333}, 3, 64, 8, 128, 16); // group 8, a batch row unused
+  testGqa({2000, 3333}, 3, 64, 8, 128, 16);      // group 8, a batch row unused
   testGqa({1500, 2700, 999}, 3, 28, 4, 128, 16); // group 7
   testGqa({1200, 3000}, 2, 32, 2, 128, 1);       // group 16: two passes
   testGqa({2100, 700}, 2, 16, 2, 64, 16);        // D = 64
@@ -1493,16 +1507,66 @@ int main() {
   testMla<bf16>({500, 333}, 2, 4, 128, 32, 16, " plain");
 
   // KDA (K = V = 128).
-  testKda({{1, 699, 800, 548}, 2048, 4, 4, 128, 128, 64,
-           host::KdaGate::Unbounded, true, true, false, ""});
-  testKda({{1, 699, 800, 548}, 2048, 4, 4, 128, 128, 64,
-           host::KdaGate::Bounded, true, false, false, ""});
-  testKda({{17, 283}, 320, 2, 2, 64, 128, 16, host::KdaGate::Bounded, false,
-           true, false, " C16 no-l2norm"});
-  testKda({{130, 126}, 256, 2, 1, 256, 256, 64, host::KdaGate::Unbounded,
-           true, true, false, " K256"});
-  testKda({{200, 1}, 256, 2, 2, 128, 128, 64, host::KdaGate::Unbounded, true,
-           true, true, ""});
+  testKda({{1, 699, 800, 548},
+           2048,
+           4,
+           4,
+           128,
+           128,
+           64,
+           host::KdaGate::Unbounded,
+           true,
+           true,
+           false,
+           ""});
+  testKda({{1, 699, 800, 548},
+           2048,
+           4,
+           4,
+           128,
+           128,
+           64,
+           host::KdaGate::Bounded,
+           true,
+           false,
+           false,
+           ""});
+  testKda({{17, 283},
+           320,
+           2,
+           2,
+           64,
+           128,
+           16,
+           host::KdaGate::Bounded,
+           false,
+           true,
+           false,
+           " C16 no-l2norm"});
+  testKda({{130, 126},
+           256,
+           2,
+           1,
+           256,
+           256,
+           64,
+           host::KdaGate::Unbounded,
+           true,
+           true,
+           false,
+           " K256"});
+  testKda({{200, 1},
+           256,
+           2,
+           2,
+           128,
+           128,
+           64,
+           host::KdaGate::Unbounded,
+           true,
+           true,
+           true,
+           ""});
 
   // The persistent loop.
   testLoopEpochs(false);

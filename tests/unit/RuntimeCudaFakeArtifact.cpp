@@ -16,7 +16,7 @@
 //   nokernel         kernel_name the code object does not have
 //   badimage         a code object the driver rejects
 //   wide             9 workers
-//   dynamic          chain scheduled dynamically
+//   dynamic          chain scheduled dynamically (queue order: task ids)
 //   badabi / badprogabi / null
 //
 //===----------------------------------------------------------------------===//
@@ -75,6 +75,11 @@ const LoomDeviceProgram *build(const char *name, Table t) {
   b->buffer = {"x", LOOM_ROLE_OUTPUT, LOOM_ELEM_I64, 1, {7}, 0};
   t.lists.resize(t.numWorkers);
   flatten(t.lists, b->workerBegin, b->workerTasks);
+  if (t.mode == LOOM_SCHEDULE_DYNAMIC) {
+    // The queue order: task ids, which chain() makes dependency order.
+    for (size_t i = 0; i < b->workerTasks.size(); ++i)
+      b->workerTasks[i] = static_cast<int32_t>(i);
+  }
   flatten(t.waits, b->waitBegin, b->waitEvents);
   flatten(t.triggers, b->triggerBegin, b->triggerEvents);
   b->needs = t.needs;
@@ -166,6 +171,11 @@ loom_device_program(void) {
   }
   if (v == "fail" || v == "crash")
     return build(v == "fail" ? "fail" : "crash", chain(v.c_str()));
+  if (v == "dynamic") {
+    Table t = chain();
+    t.mode = LOOM_SCHEDULE_DYNAMIC;
+    return build("dynamic", t);
+  }
 
   auto *p = const_cast<LoomDeviceProgram *>(build("chain", chain()));
   if (v == "bigsmem")

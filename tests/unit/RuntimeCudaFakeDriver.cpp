@@ -212,8 +212,8 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     }
     if (task < 0)
       break;
-    for (int32_t k = p->task_wait_begin[task];
-         k < p->task_wait_begin[task + 1]; ++k)
+    for (int32_t k = p->task_wait_begin[task]; k < p->task_wait_begin[task + 1];
+         ++k)
       if (await(task, p->wait_events[k]) != 0)
         return leave();
     int32_t error = body(task);

@@ -60,6 +60,8 @@ typedef struct LoomFakeHipConfig {
   int can_map_host;
   int max_shared;   /* LDS per block */
   int props_broken; /* props disagree with the attributes */
+  int shared_queue; /* other streams' work waits while a kernel runs */
+  int clock_khz;    /* clock64 rate it reports; 0: 1 GHz, its real rate */
 } LoomFakeHipConfig;
 
 typedef struct LoomFakeHipStats {
@@ -137,12 +139,13 @@ struct Module {
 
 struct State {
   std::mutex mu;
-  LoomFakeHipConfig config{0, 1, 4, "gfx950:sramecc+:xnack-", 2, 1, 1,
-                           160 * 1024, 0};
+  LoomFakeHipConfig config{
+      0, 1, 4, "gfx950:sramecc+:xnack-", 2, 1, 1, 160 * 1024, 0, 0, 0};
   LoomFakeHipStats stats{};
   std::map<uintptr_t, size_t> device; // allocations
   std::map<uintptr_t, size_t> host;   // pinned allocations
   std::atomic<bool> sticky{false};    // a kernel faulted
+  std::atomic<int> running{0};        // launches not finished
 };
 
 State &state() {
@@ -191,11 +194,18 @@ bool startsWith(const char *name, const char *prefix) {
 
 void finishWorker(Launch &launch) {
   std::lock_guard<std::mutex> lock(launch.mu);
-  if (launch.remaining.fetch_sub(1) == 1)
+  if (launch.remaining.fetch_sub(1) == 1) {
     launch.end = Clock::now();
+    --state().running;
+  }
 }
 
-/// One worker block: the device interpreter loop, as DeviceAbi.h says.
+/// One worker block: the device interpreter loop, as DeviceAbi.h and
+/// kernels/nvidia/Interpreter.cuh say: a wait that is not satisfied at once
+/// is published; a worker leaving a wait records -1 (abort flag) or -2 (its
+/// own timeout, which also raises the flag); a failed body records its code
+/// with event -1 and raises the flag; dynamic mode takes tickets from
+/// events[num_events], launch e's starting at (e - 1) * (tasks + workers).
 void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
                const LoomProgramDesc *p, int32_t w) {
   LoomWorkerStatus *me = &args.status[w];
@@ -205,15 +215,17 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     finishWorker(*launch);
     return;
   }
+  auto *abortFlag = const_cast<int32_t *>(args.abort_flag);
+  auto raiseAbort = [&] { __atomic_store_n(abortFlag, 1, __ATOMIC_RELAXED); };
   auto stopped = [&] {
-    return __atomic_load_n(const_cast<int32_t *>(args.abort_flag),
-                           __ATOMIC_RELAXED) != 0 ||
+    return __atomic_load_n(abortFlag, __ATOMIC_RELAXED) != 0 ||
            launch->faulted.load();
   };
   auto body = [&](int32_t task) -> bool {
     const char *name = p->task_names[task];
     if (startsWith(name, "fail")) {
       storeRelaxed(&me->error, int32_t{42});
+      raiseAbort();
       return false;
     }
     if (startsWith(name, "crash")) {
@@ -224,53 +236,80 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     if (startsWith(name, "step")) {
       auto *x = static_cast<int64_t *>(args.bindings[0].data);
-      x[task] = (task == 0 ? 100 * static_cast<int64_t>(args.epoch)
-                           : x[task - 1]) +
-                1;
+      x[task] =
+          (task == 0 ? 100 * static_cast<int64_t>(args.epoch) : x[task - 1]) +
+          1;
     }
     return true;
   };
-  auto run = [&]() -> bool {
-    for (int32_t i = p->worker_begin[w]; i < p->worker_begin[w + 1]; ++i) {
-      int32_t task = p->worker_tasks[i];
-      for (int32_t k = p->task_wait_begin[task];
-           k < p->task_wait_begin[task + 1]; ++k) {
-        int32_t e = p->wait_events[k];
-        unsigned long long needed =
-            args.epoch * static_cast<unsigned long long>(p->event_needs[e]);
-        unsigned long long seen = loadAcquire(&args.events[e]);
-        if (seen >= needed)
-          continue;
-        storeRelaxed(&me->task, task);
-        storeRelaxed(&me->event, e);
-        storeRelaxed(&me->needed, static_cast<uint64_t>(needed));
-        storeRelaxed(&me->seen, static_cast<uint64_t>(seen));
-        Clock::time_point began = Clock::now();
-        while ((seen = loadAcquire(&args.events[e])) < needed) {
-          storeRelaxed(&me->seen, static_cast<uint64_t>(seen));
-          if (stopped())
-            return false;
-          // clock64 at 1 GHz: cycles are nanoseconds.
-          if (static_cast<unsigned long long>(
-                  std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      Clock::now() - began)
-                      .count()) > args.timeout_cycles)
-            return false;
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
-        storeRelaxed(&me->seen, static_cast<uint64_t>(seen));
+  /// False when the worker must leave (its record says why).
+  auto wait = [&](int32_t task, int32_t e) -> bool {
+    unsigned long long needed =
+        args.epoch * static_cast<unsigned long long>(p->event_needs[e]);
+    unsigned long long seen = loadAcquire(&args.events[e]);
+    if (seen >= needed)
+      return true;
+    storeRelaxed(&me->task, task);
+    storeRelaxed(&me->event, e);
+    storeRelaxed(&me->needed, static_cast<uint64_t>(needed));
+    storeRelaxed(&me->seen, static_cast<uint64_t>(seen));
+    Clock::time_point began = Clock::now();
+    while ((seen = loadAcquire(&args.events[e])) < needed) {
+      storeRelaxed(&me->seen, static_cast<uint64_t>(seen));
+      if (stopped()) {
+        storeRelaxed(&me->error, int32_t{-1});
+        return false;
       }
-      if (stopped())
+      // clock64 at 1 GHz: cycles are nanoseconds.
+      if (args.timeout_cycles != 0 &&
+          static_cast<unsigned long long>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  Clock::now() - began)
+                  .count()) > args.timeout_cycles) {
+        storeRelaxed(&me->error, int32_t{-2});
+        raiseAbort();
         return false;
-      storeRelaxed(&me->task, task);
-      storeRelaxed(&me->event, int32_t{-1});
-      if (!body(task))
-        return false;
-      for (int32_t k = p->task_trigger_begin[task];
-           k < p->task_trigger_begin[task + 1]; ++k)
-        __atomic_fetch_add(&args.events[p->trigger_events[k]], 1ull,
-                           __ATOMIC_RELEASE);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    storeRelaxed(&me->seen, static_cast<uint64_t>(seen));
+    return true;
+  };
+  auto runTask = [&](int32_t task) -> bool {
+    for (int32_t k = p->task_wait_begin[task]; k < p->task_wait_begin[task + 1];
+         ++k)
+      if (!wait(task, p->wait_events[k]))
+        return false;
+    if (stopped())
+      return false;
+    storeRelaxed(&me->task, task);
+    storeRelaxed(&me->event, int32_t{-1});
+    if (!body(task))
+      return false;
+    for (int32_t k = p->task_trigger_begin[task];
+         k < p->task_trigger_begin[task + 1]; ++k)
+      __atomic_fetch_add(&args.events[p->trigger_events[k]], 1ull,
+                         __ATOMIC_RELEASE);
+    return true;
+  };
+  auto run = [&]() -> bool {
+    if (p->mode == LOOM_SCHEDULE_DYNAMIC) {
+      unsigned long long *queue = args.events + p->num_events;
+      const unsigned long long base =
+          (args.epoch - 1) *
+          static_cast<unsigned long long>(p->num_tasks + p->num_workers);
+      for (;;) {
+        unsigned long long ticket =
+            __atomic_fetch_add(queue, 1ull, __ATOMIC_RELAXED) - base;
+        if (ticket >= static_cast<unsigned long long>(p->num_tasks))
+          return true;
+        if (!runTask(p->worker_tasks[ticket]))
+          return false;
+      }
+    }
+    for (int32_t i = p->worker_begin[w]; i < p->worker_begin[w + 1]; ++i)
+      if (!runTask(p->worker_tasks[i]))
+        return false;
     return true;
   };
   if (run()) {
@@ -281,8 +320,12 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
 }
 
 int streamState(Stream *s) {
+  // A stream without kernels (the runtime's memory stream) sharing the
+  // kernel's hardware queue: its copies are done (the fake copies at once)
+  // but do not say so before the kernel ends.
   if (!s->current)
-    return kSuccess;
+    return state().config.shared_queue && state().running.load() > 0 ? kNotReady
+                                                                     : kSuccess;
   if (s->current->remaining.load() > 0)
     return kNotReady;
   if (s->current->faulted.load()) {
@@ -463,9 +506,13 @@ FAKE_API const LoomDeviceProgram *loom_device_program(void) {
     static const char kJunk[32] = "not a code object";
     p->code_object = kJunk;
     p->code_object_size = sizeof(kJunk);
-  } else if (v == "dynamic")
+  } else if (v == "dynamic") {
+    // One queue in dependency order (the static lists are not).
     desc->mode = LOOM_SCHEDULE_DYNAMIC;
-  else if (v == "badabi")
+    auto *queue = const_cast<int32_t *>(desc->worker_tasks);
+    for (int32_t t = 0; t < desc->num_tasks; ++t)
+      queue[t] = t;
+  } else if (v == "badabi")
     p->abi_version = LOOM_DEVICE_ABI_VERSION + 1;
   return p;
 }
@@ -474,30 +521,48 @@ FAKE_API const LoomDeviceProgram *loom_device_program(void) {
 
 FAKE_API const char *hipGetErrorName(int r) {
   switch (r) {
-  case kSuccess: return "hipSuccess";
-  case kInvalidValue: return "hipErrorInvalidValue";
-  case kOutOfMemory: return "hipErrorOutOfMemory";
-  case kNoDevice: return "hipErrorNoDevice";
-  case kInvalidDevice: return "hipErrorInvalidDevice";
-  case kInvalidImage: return "hipErrorInvalidImage";
-  case kInvalidHandle: return "hipErrorInvalidHandle";
-  case kNotFound: return "hipErrorNotFound";
-  case kNotReady: return "hipErrorNotReady";
-  case kIllegalAddress: return "hipErrorIllegalAddress";
-  case kCooperativeTooLarge: return "hipErrorCooperativeLaunchTooLarge";
-  case kNotSupported: return "hipErrorNotSupported";
-  case kUnknown: return "hipErrorUnknown";
+  case kSuccess:
+    return "hipSuccess";
+  case kInvalidValue:
+    return "hipErrorInvalidValue";
+  case kOutOfMemory:
+    return "hipErrorOutOfMemory";
+  case kNoDevice:
+    return "hipErrorNoDevice";
+  case kInvalidDevice:
+    return "hipErrorInvalidDevice";
+  case kInvalidImage:
+    return "hipErrorInvalidImage";
+  case kInvalidHandle:
+    return "hipErrorInvalidHandle";
+  case kNotFound:
+    return "hipErrorNotFound";
+  case kNotReady:
+    return "hipErrorNotReady";
+  case kIllegalAddress:
+    return "hipErrorIllegalAddress";
+  case kCooperativeTooLarge:
+    return "hipErrorCooperativeLaunchTooLarge";
+  case kNotSupported:
+    return "hipErrorNotSupported";
+  case kUnknown:
+    return "hipErrorUnknown";
   }
   return "hipErrorUnknown";
 }
 
 FAKE_API const char *hipGetErrorString(int r) {
   switch (r) {
-  case kIllegalAddress: return "an illegal memory access was encountered";
-  case kNoDevice: return "no ROCm-capable device is detected";
-  case kInvalidImage: return "device kernel image is invalid";
-  case kNotFound: return "named symbol not found";
-  case kUnknown: return "unknown error";
+  case kIllegalAddress:
+    return "an illegal memory access was encountered";
+  case kNoDevice:
+    return "no ROCm-capable device is detected";
+  case kInvalidImage:
+    return "device kernel image is invalid";
+  case kNotFound:
+    return "named symbol not found";
+  case kUnknown:
+    return "unknown error";
   }
   return "fake runtime error";
 }
@@ -526,15 +591,33 @@ FAKE_API int hipDeviceGetAttribute(int *value, int attribute, int device) {
     return kInvalidDevice;
   const LoomFakeHipConfig &c = state().config;
   switch (attribute) {
-  case 3: *value = c.can_map_host; return kSuccess;
-  case 5: *value = 2400000; return kSuccess; // shader clock, kHz
-  case 10: *value = c.cooperative; return kSuccess;
-  case 56: *value = 1024; return kSuccess; // max threads per block
-  case 63: *value = c.cu_count; return kSuccess;
-  case 74: *value = 64 * 1024; return kSuccess;
-  case 75: *value = c.max_shared; return kSuccess; // LDS opt-in limit
-  case 85: *value = 1; return kSuccess;            // unified addressing
-  case 10000: *value = 1000000; return kSuccess;   // clock64: 1 GHz
+  case 3:
+    *value = c.can_map_host;
+    return kSuccess;
+  case 5:
+    *value = 2400000;
+    return kSuccess; // shader clock, kHz
+  case 10:
+    *value = c.cooperative;
+    return kSuccess;
+  case 56:
+    *value = 1024;
+    return kSuccess; // max threads per block
+  case 63:
+    *value = c.cu_count;
+    return kSuccess;
+  case 74:
+    *value = 64 * 1024;
+    return kSuccess;
+  case 75:
+    *value = c.max_shared;
+    return kSuccess; // LDS opt-in limit
+  case 85:
+    *value = 1;
+    return kSuccess; // unified addressing
+  case 10000:        // clock64: 1 GHz, unless told to say otherwise
+    *value = c.clock_khz ? c.clock_khz : 1000000;
+    return kSuccess;
   }
   return kInvalidValue;
 }
@@ -612,15 +695,34 @@ FAKE_API int hipHostGetDevicePointer(void **out, void *p, unsigned) {
   return kSuccess;
 }
 
+FAKE_API int hipPointerGetAttributes(loom::rt::hip::HipPointerAttributes *out,
+                                     const void *p) {
+  std::memset(out, 0, sizeof(*out));
+  // ROCm 6: unregistered host memory is a success with type 0.
+  out->type = isDevice(p, 1) ? 2 : 0;
+  return kSuccess;
+}
+
 FAKE_API int hipMemcpyAsync(void *dst, const void *src, size_t bytes, int kind,
                             Stream *) {
   if (noDevice())
     return kInvalidDevice;
-  const bool srcDevice = kind == 2 || kind == 3, dstDevice = kind == 1 ||
-                                                            kind == 3;
+  const bool srcDevice = kind == 2 || kind == 3,
+             dstDevice = kind == 1 || kind == 3;
   if ((srcDevice && !isDevice(src, bytes)) ||
       (dstDevice && !isDevice(dst, bytes)) || kind < 0 || kind > 4)
     return kInvalidValue;
+  // The runtime reads counters while a "kernel" may be adding to them: copy
+  // aligned words atomically, as the real copy engine reads whole words.
+  if (reinterpret_cast<uintptr_t>(dst) % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(src) % 8 == 0 && bytes % 8 == 0) {
+    auto *to = static_cast<uint64_t *>(dst);
+    auto *from = static_cast<const uint64_t *>(src);
+    for (size_t i = 0; i < bytes / 8; ++i)
+      __atomic_store_n(&to[i], __atomic_load_n(&from[i], __ATOMIC_RELAXED),
+                       __ATOMIC_RELAXED);
+    return kSuccess;
+  }
   std::memmove(dst, src, bytes);
   return kSuccess;
 }
@@ -683,10 +785,10 @@ FAKE_API int hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks,
                                                                 size_t smem) {
   if (noDevice())
     return kInvalidDevice;
-  *blocks = threads > 1024 ||
-                    smem > static_cast<size_t>(state().config.max_shared)
-                ? 0
-                : state().config.blocks_per_cu;
+  *blocks =
+      threads > 1024 || smem > static_cast<size_t>(state().config.max_shared)
+          ? 0
+          : state().config.blocks_per_cu;
   return kSuccess;
 }
 
@@ -725,6 +827,7 @@ FAKE_API int hipModuleLaunchCooperativeKernel(Module *f, unsigned gx,
   }
   auto launch = std::make_shared<Launch>();
   launch->remaining = static_cast<int>(gx);
+  ++state().running;
   stream->current = launch;
   for (unsigned w = 0; w < gx; ++w)
     std::thread(runWorker, launch, args, program, static_cast<int32_t>(w))
@@ -831,6 +934,7 @@ FAKE_API int hipEventElapsedTime(float *ms, Event *start, Event *end) {
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -838,6 +942,7 @@ FAKE_API int hipEventElapsedTime(float *ms, Event *start, Event *end) {
 #include <optional>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -992,9 +1097,9 @@ TEST(HipChecks, ParseGfxTarget) {
   ASSERT_TRUE(parseGfxTarget("gfx1201", &t));
   ASSERT_TRUE(parseGfxTarget("gfx9-4-generic", &t));
   EXPECT_TRUE(t.generic());
-  for (const char *bad : {"", "sm_90a", "gfx", "gfx:xnack+", "gfx950:xnack",
-                          "gfx950:", "gfx950 ", "GFX950", "gfx950:xnack+x",
-                          "gfx-950"})
+  for (const char *bad :
+       {"", "sm_90a", "gfx", "gfx:xnack+", "gfx950:xnack", "gfx950:", "gfx950 ",
+        "GFX950", "gfx950:xnack+x", "gfx-950"})
     EXPECT_FALSE(parseGfxTarget(bad, &t)) << bad;
   EXPECT_FALSE(parseGfxTarget(nullptr, &t));
 }
@@ -1117,11 +1222,85 @@ TEST(HipChecks, ArtifactChecksNameTheKind) {
   EXPECT_EQ(s.message(), "hip program 'a.so': it has no code object");
 }
 
+TEST(HipChecks, SharedReportsReadTheStatusProtocol) {
+  // Two tasks on two workers: a waits for event 1, b for event 0.
+  const char *names[] = {"a#0[0]", "b#1[0]"};
+  const int32_t workerBegin[] = {0, 1, 2}, workerTasks[] = {0, 1},
+                waitBegin[] = {0, 1, 2}, waits[] = {1, 0},
+                triggerBegin[] = {0, 1, 2}, triggers[] = {0, 1},
+                needs[] = {1, 1};
+  LoomProgramDesc d{};
+  d.abi_version = LOOM_PROGRAM_ABI_VERSION;
+  d.name = "p";
+  d.num_workers = 2;
+  d.num_tasks = 2;
+  d.num_events = 2;
+  d.worker_begin = workerBegin;
+  d.worker_tasks = workerTasks;
+  d.task_wait_begin = waitBegin;
+  d.wait_events = waits;
+  d.task_trigger_begin = triggerBegin;
+  d.trigger_events = triggers;
+  d.event_needs = needs;
+  d.task_names = names;
+  d.run_task = [](int32_t, const LoomBinding *, void *) { return 0; };
+  std::shared_ptr<const ProgramTable> table;
+  ASSERT_TRUE(ProgramTable::create(d, "test", 0, &table).ok());
+  std::vector<LoomWorkerStatus> status(2);
+  status[0] = {0, 1, 0, 1, kWaitTimedOut, 0};
+  status[1] = {1, 0, 0, 1, kWaitAborted, 0};
+  EXPECT_EQ(describeWorkers(*table, status),
+            "\n  worker 0: task 'a#0[0]' (id 0) waits for event 1: count 0, "
+            "needs 1 (gave up: timeout_cycles)"
+            "\n  worker 1: task 'b#1[0]' (id 1) waits for event 0: count 0, "
+            "needs 1 (left: abort flag)");
+  EXPECT_FALSE(anyTaskFailed(status));
+  // A record whose wait the counters show over is stale.
+  status[1] = {1, 0, 0, 1, 0, 0};
+  std::vector<uint64_t> counts = {1, 0};
+  EXPECT_TRUE(contains(describeWorkers(*table, status, &counts),
+                       "worker 1: running task 'b#1[0]' (id 1) or a later "
+                       "task that needed no wait (its wait for event 0 is "
+                       "over: count 1, needs 1)"));
+  // A body failure has event -1.
+  status[0] = {0, -1, 0, 0, 42, 0};
+  EXPECT_TRUE(anyTaskFailed(status));
+  EXPECT_EQ(describeFailures(*table, status, 3),
+            "program 'p' launch 3: task 'a#0[0]' (id 0) on worker 0 failed "
+            "with code 42");
+  status.assign(2, LoomWorkerStatus{kWorkerNotStarted, -1, 0, 0, 0, 0});
+  EXPECT_TRUE(contains(describeDeviceTimeout(*table, status, 1, 5),
+                       "the kernel ended without writing any worker's "
+                       "LoomWorkerStatus"));
+}
+
 //===----------------------------------------------------------------------===//
 // The whole backend against the fake runtime
 //===----------------------------------------------------------------------===//
 
 #if defined(LOOM_RT_FAKEHIP) && defined(LOOM_RT_FAKEHIP_OLD)
+
+/// A test library: where the build put it, else beside this executable (the
+/// tests may be copied to a GPU machine as a directory).
+std::string testFile(const char *built) {
+  if (::access(built, R_OK) == 0)
+    return built;
+  char self[4096] = {};
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : ".";
+  dir = dir.substr(0, dir.rfind('/'));
+  std::string name = built;
+  return dir + "/" + name.substr(name.rfind('/') + 1);
+}
+
+const std::string &fakeRuntime() {
+  static const std::string path = testFile(LOOM_RT_FAKEHIP);
+  return path;
+}
+const std::string &fakeRuntimeOld() {
+  static const std::string path = testFile(LOOM_RT_FAKEHIP_OLD);
+  return path;
+}
 
 LoomFakeHipConfig defaultConfig() {
   LoomFakeHipConfig c{};
@@ -1134,6 +1313,8 @@ LoomFakeHipConfig defaultConfig() {
   c.can_map_host = 1;
   c.max_shared = 160 * 1024;
   c.props_broken = 0;
+  c.shared_queue = 0;
+  c.clock_khz = 0;
   return c;
 }
 
@@ -1143,12 +1324,12 @@ const char *const kFakeDevice =
 class HipFake : public ::testing::Test {
 protected:
   HipFake()
-      : runtime_(kHipRuntimeEnv, LOOM_RT_FAKEHIP),
+      : runtime_(kHipRuntimeEnv, fakeRuntime().c_str()),
         artifact_(LOOM_FAKE_HIP_ARTIFACT_ENV, nullptr) {}
 
   void SetUp() override {
     // The runtime loaded it first (RTLD_LOCAL); this gets the same copy.
-    handle_ = ::dlopen(LOOM_RT_FAKEHIP, RTLD_NOW | RTLD_LOCAL);
+    handle_ = ::dlopen(fakeRuntime().c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << ::dlerror();
     configureFn_ = reinterpret_cast<LoomFakeHipConfigureFn>(
         ::dlsym(handle_, "loom_fake_hip_configure"));
@@ -1156,10 +1337,12 @@ protected:
         ::dlsym(handle_, "loom_fake_hip_stats"));
     ASSERT_TRUE(configureFn_ && statsFn_);
     configure(defaultConfig());
+    base_ = rawStats();
   }
   void TearDown() override {
-    if (program_)
+    if (program_) {
       EXPECT_EQ(loomrt_program_destroy(program_), LOOMRT_SUCCESS);
+    }
     if (device_) {
       for (void *ptr : memory_)
         (void)loomrt_free(device_, ptr);
@@ -1170,9 +1353,20 @@ protected:
   }
 
   void configure(const LoomFakeHipConfig &c) { configureFn_(&c); }
-  LoomFakeHipStats stats() {
+  LoomFakeHipStats rawStats() {
     LoomFakeHipStats s{};
     statsFn_(&s);
+    return s;
+  }
+  /// The fake's stats, live counts relative to the test's start (an earlier
+  /// test in this process may have left a wedged kernel's memory behind).
+  LoomFakeHipStats stats() {
+    LoomFakeHipStats s = rawStats();
+    s.live_device_allocs -= base_.live_device_allocs;
+    s.live_host_allocs -= base_.live_host_allocs;
+    s.live_modules -= base_.live_modules;
+    s.live_streams -= base_.live_streams;
+    s.live_events -= base_.live_events;
     return s;
   }
   void createDevice() {
@@ -1182,7 +1376,7 @@ protected:
   /// Loads artifact variant `variant` of the fake library.
   loomrt_status load(const char *variant) {
     ScopedEnv env(LOOM_FAKE_HIP_ARTIFACT_ENV, variant);
-    return loomrt_program_load(device_, LOOM_RT_FAKEHIP, 0, &program_);
+    return loomrt_program_load(device_, fakeRuntime().c_str(), 0, &program_);
   }
   void *alloc(size_t bytes) {
     void *ptr = nullptr;
@@ -1213,6 +1407,7 @@ protected:
   void *handle_ = nullptr;
   LoomFakeHipConfigureFn configureFn_ = nullptr;
   LoomFakeHipStatsFn statsFn_ = nullptr;
+  LoomFakeHipStats base_{};
   loomrt_device *device_ = nullptr;
   loomrt_program *program_ = nullptr;
   std::vector<void *> memory_;
@@ -1256,18 +1451,18 @@ TEST_F(HipFake, InitFailureSaysWhy) {
   int count = 7;
   EXPECT_ERROR(loomrt_device_count("hip", &count),
                LOOMRT_ERROR_BACKEND_UNAVAILABLE,
-               std::string("hip: hipInit failed (") + LOOM_RT_FAKEHIP +
+               std::string("hip: hipInit failed (") + fakeRuntime() +
                    ", HIP runtime version 70000000): hipErrorUnknown "
                    "(unknown error)");
   EXPECT_EQ(count, 0);
 }
 
 TEST_F(HipFake, RuntimeWithoutR0600PropertiesIsRefused) {
-  ScopedEnv old(kHipRuntimeEnv, LOOM_RT_FAKEHIP_OLD);
+  ScopedEnv old(kHipRuntimeEnv, fakeRuntimeOld().c_str());
   int count = 7;
   EXPECT_ERROR(loomrt_device_count("hip", &count),
                LOOMRT_ERROR_BACKEND_UNAVAILABLE,
-               std::string("hip: ") + LOOM_RT_FAKEHIP_OLD +
+               std::string("hip: ") + fakeRuntimeOld() +
                    " lacks the required symbol 'hipGetDevicePropertiesR0600'; "
                    "ROCm 6.0 or later is needed (or this is not libamdhip64)");
   EXPECT_EQ(count, 0);
@@ -1280,7 +1475,7 @@ TEST_F(HipFake, PropertiesLayoutIsCrossChecked) {
   EXPECT_ERROR(loomrt_device_create("hip", 0, &device_),
                LOOMRT_ERROR_BACKEND_UNAVAILABLE,
                std::string("hip device 0: hipGetDevicePropertiesR0600 of ") +
-                   LOOM_RT_FAKEHIP +
+                   fakeRuntime().c_str() +
                    ", HIP runtime version 70000000 does not have the "
                    "hipDeviceProp_tR0600 layout of ROCm 6/7 "
                    "(multiProcessorCount 5 where hipDeviceGetAttribute says "
@@ -1318,8 +1513,8 @@ TEST_F(HipFake, MemoryFromAnyThread) {
   EXPECT_TRUE(contains(loomrt_last_error(),
                        std::string(kFakeDevice) + ": cannot copy 10 bytes"))
       << loomrt_last_error();
-  EXPECT_TRUE(contains(loomrt_last_error(),
-                       "(device to host): hipErrorInvalidValue"))
+  EXPECT_TRUE(
+      contains(loomrt_last_error(), "(device to host): hipErrorInvalidValue"))
       << loomrt_last_error();
   int local = 0;
   EXPECT_EQ(loomrt_free(device_, &local), LOOMRT_ERROR_INVALID_ARGUMENT);
@@ -1334,7 +1529,7 @@ TEST_F(HipFake, MemoryFromAnyThread) {
 
 TEST_F(HipFake, LoadRefusalsAreClean) {
   createDevice();
-  const std::string path = LOOM_RT_FAKEHIP;
+  const std::string path = fakeRuntime();
   EXPECT_ERROR(load("gfx942"), LOOMRT_ERROR_LOAD_FAILED,
                "cannot run '" + path + "' on " + kFakeDevice +
                    ": it is built for gfx942 and the device is gfx950 "
@@ -1360,18 +1555,14 @@ TEST_F(HipFake, LoadRefusalsAreClean) {
                    path +
                    "' (gfx950, 32 bytes): hipErrorInvalidImage (device kernel "
                    "image is invalid)");
-  EXPECT_ERROR(load("dynamic"), LOOMRT_ERROR_INVALID_PROGRAM,
-               "hip program '" + path +
-                   "' is scheduled dynamically, but device ABI version 1 "
-                   "passes the kernel no queue counter; schedule it "
-                   "statically");
   EXPECT_ERROR(load("badabi"), LOOMRT_ERROR_ABI_MISMATCH,
                "hip program '" + path +
                    "' has device ABI version 2; this runtime reads version 1 "
                    "(rebuild it)");
   EXPECT_ERROR(load("null"), LOOMRT_ERROR_LOAD_FAILED,
-               "hip program '" + path + "': loom_device_program() returned "
-                                        "null");
+               "hip program '" + path +
+                   "': loom_device_program() returned "
+                   "null");
   EXPECT_ERROR(load("bigsmem"), LOOMRT_ERROR_RESOURCES,
                std::string("program 'chain' wants 204800 bytes of dynamic "
                            "shared memory (LDS) per worker block; ") +
@@ -1418,9 +1609,8 @@ TEST_F(HipFake, DeviceWithoutCooperativeLaunchOrMappedMemory) {
   createDevice();
   EXPECT_ERROR(load("chain"), LOOMRT_ERROR_RESOURCES,
                std::string(kFakeDevice) +
-                   " does not support cooperative launches, which program "
-                   "'chain''s persistent kernel needs to have all 3 worker "
-                   "blocks resident at once");
+                   " does not support cooperative launches; program 'chain' "
+                   "needs one to have all 3 worker blocks resident at once");
   c.cooperative = 1;
   c.can_map_host = 0;
   configure(c);
@@ -1428,11 +1618,12 @@ TEST_F(HipFake, DeviceWithoutCooperativeLaunchOrMappedMemory) {
   ASSERT_EQ(loomrt_device_create("hip", 0, &other), LOOMRT_SUCCESS);
   {
     ScopedEnv env(LOOM_FAKE_HIP_ARTIFACT_ENV, "chain");
-    EXPECT_ERROR(loomrt_program_load(other, LOOM_RT_FAKEHIP, 0, &program_),
-                 LOOMRT_ERROR_RESOURCES,
-                 std::string(kFakeDevice) +
-                     " cannot map host memory, which the watchdog needs to "
-                     "see the workers' status while program 'chain' runs");
+    EXPECT_ERROR(
+        loomrt_program_load(other, fakeRuntime().c_str(), 0, &program_),
+        LOOMRT_ERROR_RESOURCES,
+        std::string(kFakeDevice) +
+            " cannot map host memory, which the watchdog needs to "
+            "see the workers' status while program 'chain' runs");
   }
   EXPECT_EQ(loomrt_device_destroy(other), LOOMRT_SUCCESS);
   EXPECT_EQ(stats().live_modules, 0);
@@ -1505,6 +1696,86 @@ TEST_F(HipFake, LaunchFromAnotherThread) {
   EXPECT_EQ(stats().calls_without_device, 0);
 }
 
+TEST_F(HipFake, DynamicModeQueueIsNeverReset) {
+  createDevice();
+  ASSERT_EQ(load("dynamic"), LOOMRT_SUCCESS) << loomrt_last_error();
+  void *x = bindX();
+  for (uint64_t epoch = 1; epoch <= 4; ++epoch) {
+    ASSERT_EQ(loomrt_launch(program_), LOOMRT_SUCCESS) << loomrt_last_error();
+    ASSERT_EQ(loomrt_synchronize(program_), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    EXPECT_EQ(readX(x)[6], static_cast<int64_t>(100 * epoch) + 7);
+  }
+  // The queue counter sits after the 7 events; every launch takes
+  // num_tasks + num_workers = 10 tickets.
+  uint64_t count = 0;
+  EXPECT_EQ(loomrt_program_event_count(program_, 6, &count), LOOMRT_SUCCESS);
+  EXPECT_EQ(count, 4u);
+}
+
+TEST_F(HipFake, BindingsAreCheckedBeforeALaunch) {
+  createDevice();
+  ASSERT_EQ(load("chain"), LOOMRT_SUCCESS) << loomrt_last_error();
+  // Too small for x (7 x i64 = 56 bytes).
+  void *small = alloc(32);
+  ASSERT_EQ(loomrt_program_bind(program_, 0, small, nullptr, 0),
+            LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_launch(program_), LOOMRT_ERROR_BINDING);
+  std::string message = loomrt_last_error();
+  EXPECT_TRUE(contains(message, "program 'chain' launch 1: buffer 'x' (index "
+                                "0, i64[7]) bound to "))
+      << message;
+  EXPECT_TRUE(contains(message, " with dims [7] (56 bytes) runs past the end "
+                                "of its allocation (32 bytes from "))
+      << message;
+  // Host memory the runtime does not know would fault the device.
+  std::vector<int64_t> host(7);
+  ASSERT_EQ(loomrt_program_bind(program_, 0, host.data(), nullptr, 0),
+            LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_launch(program_), LOOMRT_ERROR_BINDING);
+  message = loomrt_last_error();
+  EXPECT_TRUE(
+      contains(message, "is not memory the HIP runtime knows (unregistered "
+                        "host memory): bind memory from loomrt_malloc on " +
+                            std::string(kFakeDevice)))
+      << message;
+  EXPECT_EQ(stats().launches, 0);
+  // A refused launch does not fail the program.
+  void *x = bindX();
+  ASSERT_EQ(loomrt_launch(program_), LOOMRT_SUCCESS) << loomrt_last_error();
+  ASSERT_EQ(loomrt_synchronize(program_), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  EXPECT_EQ(readX(x)[6], 107);
+  // Freeing the bound memory makes the next launch check again.
+  EXPECT_EQ(loomrt_free(device_, x), LOOMRT_SUCCESS);
+  memory_.pop_back();
+  EXPECT_EQ(loomrt_launch(program_), LOOMRT_ERROR_BINDING);
+  EXPECT_TRUE(contains(loomrt_last_error(), "is not memory the HIP runtime "
+                                            "knows"))
+      << loomrt_last_error();
+}
+
+TEST_F(HipFake, KernelsOwnTimeoutWhenNobodyWatches) {
+  createDevice();
+  ASSERT_EQ(load("deadlock"), LOOMRT_SUCCESS) << loomrt_last_error();
+  bindX();
+  // timeout_cycles = 2 x 100 ms: the waits give up on their own while
+  // nobody synchronizes.
+  ASSERT_EQ(loomrt_program_set_watchdog_ms(program_, 100), LOOMRT_SUCCESS);
+  ASSERT_EQ(loomrt_launch(program_), LOOMRT_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(loomrt_synchronize(program_), LOOMRT_ERROR_TIMEOUT);
+  std::string message = loomrt_last_error();
+  EXPECT_EQ(message.substr(0, message.find('\n')),
+            "program 'deadlock' launch 1 ended with 2 workers unfinished: a "
+            "wait gave up after timeout_cycles (200000000 cycles)")
+      << message;
+  EXPECT_TRUE(contains(message, "\n  worker 0: task 'a#0[0]' (id 0) waits for "
+                                "event 1: count 0, needs 1 ("))
+      << message;
+  EXPECT_TRUE(contains(message, "(gave up: timeout_cycles)")) << message;
+}
+
 TEST_F(HipFake, WatchdogReportsADeadlock) {
   createDevice();
   ASSERT_EQ(load("deadlock"), LOOMRT_SUCCESS) << loomrt_last_error();
@@ -1523,6 +1794,30 @@ TEST_F(HipFake, WatchdogReportsADeadlock) {
   // The counters no longer agree with the epoch: no more launches.
   EXPECT_EQ(loomrt_launch(program_), LOOMRT_ERROR_PROGRAM_FAILED);
   EXPECT_EQ(stats().launches, 1);
+}
+
+TEST_F(HipFake, ReportDoesNotWaitForACopyQueuedBehindTheKernel) {
+  LoomFakeHipConfig c = defaultConfig();
+  c.shared_queue = 1;
+  c.clock_khz = 10000000; // the kernel's own timeout only after 4 s
+  configure(c);
+  createDevice();
+  ASSERT_EQ(load("deadlock"), LOOMRT_SUCCESS) << loomrt_last_error();
+  bindX();
+  ASSERT_EQ(loomrt_program_set_watchdog_ms(program_, 200), LOOMRT_SUCCESS);
+  ASSERT_EQ(loomrt_launch(program_), LOOMRT_SUCCESS);
+  auto start = std::chrono::steady_clock::now();
+  // The counters cannot be read while the kernel runs: the report is made
+  // from the records alone, and in time.
+  EXPECT_ERROR(loomrt_synchronize(program_), LOOMRT_ERROR_TIMEOUT,
+               "program 'deadlock' launch 1 stopped by the watchdog: no "
+               "worker's status changed for 200 ms\n"
+               "  worker 0: task 'a#0[0]' (id 0) waits for event 1: count 0, "
+               "needs 1\n"
+               "  worker 1: task 'b#1[0]' (id 1) waits for event 0: count 0, "
+               "needs 1");
+  EXPECT_LT(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(1500));
 }
 
 TEST_F(HipFake, FailedTaskStopsTheLaunch) {
@@ -1577,11 +1872,11 @@ TEST_F(HipFake, BodyIgnoringTheAbortFlagWedgesTheDevice) {
       << message;
   EXPECT_TRUE(contains(message,
                        "the kernel did not exit within 100 ms of the abort "
-                       "flag; still inside:\n  worker 0: running task "
+                       "flag; its workers now:\n  worker 0: running task "
                        "'stuck#0[0]' (id 0)"))
       << message;
-  EXPECT_TRUE(contains(message, std::string(kFakeDevice) +
-                                    " is left running it"))
+  EXPECT_TRUE(
+      contains(message, std::string(kFakeDevice) + " is left running it"))
       << message;
   void *ptr = nullptr;
   EXPECT_EQ(loomrt_malloc(device_, 64, &ptr), LOOMRT_ERROR_DEVICE);
@@ -1590,7 +1885,7 @@ TEST_F(HipFake, BodyIgnoringTheAbortFlagWedgesTheDevice) {
                            " refuses memory calls: they would wait forever "
                            "for a kernel that did not stop (kernel "
                            "'loom_fake_kernel' (gfx950) of program 'stuck' "
-                           "launch 1 the kernel did not exit"))
+                           "launch 1: the kernel did not exit"))
       << loomrt_last_error();
   // Destroying the program and the device leaves their memory to the
   // stuck kernel; let it finish before the fixture goes.
@@ -1600,6 +1895,13 @@ TEST_F(HipFake, BodyIgnoringTheAbortFlagWedgesTheDevice) {
   EXPECT_EQ(loomrt_device_destroy(device_), LOOMRT_SUCCESS);
   device_ = nullptr;
   std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+}
+
+#else
+
+TEST(HipFake, NotBuilt) {
+  GTEST_SKIP() << "built without LOOM_RT_FAKEHIP / LOOM_RT_FAKEHIP_OLD (the "
+                  "paths of the fake HIP runtime libraries)";
 }
 
 #endif // LOOM_RT_FAKEHIP && LOOM_RT_FAKEHIP_OLD
@@ -1655,8 +1957,9 @@ TEST(RuntimeHipGpu, RealDevice) {
     ASSERT_EQ(loomrt_malloc(device, bytes ? bytes : 1, &ptr), LOOMRT_SUCCESS)
         << loomrt_last_error();
     buffers.push_back(ptr);
-    if (bytes)
+    if (bytes) {
       EXPECT_EQ(loomrt_memset(device, ptr, 0, bytes), LOOMRT_SUCCESS);
+    }
     const LoomBufferDesc &buffer = desc->buffers[b];
     std::vector<int64_t> dims(buffer.dims, buffer.dims + buffer.rank);
     for (int64_t &d : dims)
@@ -1672,8 +1975,7 @@ TEST(RuntimeHipGpu, RealDevice) {
         << loomrt_last_error();
     for (int32_t e = 0; e < desc->num_events; ++e) {
       uint64_t count = 0;
-      EXPECT_EQ(loomrt_program_event_count(program, e, &count),
-                LOOMRT_SUCCESS);
+      EXPECT_EQ(loomrt_program_event_count(program, e, &count), LOOMRT_SUCCESS);
       EXPECT_EQ(count, epoch * static_cast<uint64_t>(desc->event_needs[e]))
           << "event " << e;
     }

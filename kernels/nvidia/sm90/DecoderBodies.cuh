@@ -1,4 +1,5 @@
-//===- DecoderBodies.cuh - Device task bodies of the decoder ops -*- CUDA -*-===//
+//===- DecoderBodies.cuh - Device task bodies of the decoder ops -*- CUDA
+//-*-===//
 //
 // Block-cooperative versions of kernels/host/DecoderBodies.h for sm_90a (they
 // also build for sm_100a). Each body takes the host body's parameters, in the
@@ -7,9 +8,10 @@
 // multiple of 32). Tile semantics, aliasing rules and workspace layouts are
 // the host bodies'; the same generated task table drives both.
 //
-// Every body returns int32_t: 0, or a status code of Numerics.cuh (only
-// embedding can fail: an id out of range, as the host's `false`). Control
-// flow around barriers depends only on block-uniform values.
+// Every body returns int32_t 0 (a status code of Numerics.cuh; none of these
+// fails), except embedding, which returns the host's bool (false: an id was
+// out of range). Control flow around barriers depends only on block-uniform
+// values.
 //
 // Speed: the memory-bound bodies move 16-byte vectors (8 bf16) coalesced
 // across the warp; linear uses mma.sync tensor cores with x as the narrow
@@ -17,10 +19,12 @@
 // fast path checks its preconditions (types, alignment, shapes) at run time
 // and falls back to a plain loop with the same results otherwise.
 //
-// Shared memory per body (kThreads = 256), see the *SmemBytes functions:
-//   rmsnormRows 32 B, linearTile/linearPartial 32 KB, rope 2 KB,
-//   gqaDecodeSplit 33 KB (D = 128) / 66 KB (D = 256), argmaxRows 128 B,
-//   the others none.
+// Dynamic shared memory per body (kThreads = 256), see the *SmemBytes
+// functions: linearTile/linearPartial 32 KB, rope 2 KB, gqaDecodeSplit
+// 33 KB (D = 128) / 66 KB (D = 256), the others none (rmsnormRows and
+// argmaxRows use 32 B / 96 B of static shared memory). Each body checks
+// what the launch gave (%dynamic_smem_size) and with less takes a slower
+// path that needs none, with the same results.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
@@ -89,8 +93,10 @@ __device__ void fillRow(TD *dst, int64_t n, float value) {
 // rmsnorm
 //===----------------------------------------------------------------------===//
 
-template <int kThreads> __host__ __device__ constexpr int64_t rmsnormSmemBytes() {
-  return kThreads / 32 * 4;
+/// None: the block reduction's scratch is static shared memory.
+template <int kThreads>
+__host__ __device__ constexpr int64_t rmsnormSmemBytes() {
+  return 0;
 }
 
 namespace detail {
@@ -156,7 +162,7 @@ __device__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int64_t D,
     }
     return nv::kBodyOk;
   }
-  float *scratch = reinterpret_cast<float *>(smem);
+  __shared__ float scratch[kWarps];
   for (int64_t r = r0; r < r1; ++r) {
     float ss = nv::blockSum<kThreads>(
         detail::rowSumSq<kThreads>(x + r * D, D, vec, threadIdx.x), scratch);
@@ -187,8 +193,10 @@ __device__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int64_t D,
 // M > 32 takes several passes over the weight tile.
 //===----------------------------------------------------------------------===//
 
-/// Partial tiles of a K-split tile: one 32 x 32 float tile per warp.
-template <int kThreads> __host__ __device__ constexpr int64_t linearSmemBytes() {
+/// Partial tiles of a K-split tile: one 32 x 32 float tile per warp. With
+/// less, a tile narrower than 32 columns per warp leaves warps idle instead.
+template <int kThreads>
+__host__ __device__ constexpr int64_t linearSmemBytes() {
   return kThreads / 32 * 32 * 32 * 4;
 }
 
@@ -210,29 +218,43 @@ template <int MT> struct LinFrag {
   uint4 x[MT][2];
 };
 
-/// acc[cg][mt][e] += sum over k in [ka, kb) for this warp's 32 x 8MT block:
-/// column nBase + 16cg + g (+8 for e >= 2), row mBase + 8mt + 2q + (e & 1).
-/// ka, kb multiples of 8; columns >= nEnd and rows >= M read as zero.
+/// Zeroes the 16-bit elements of an 8-element chunk starting at k that lie
+/// outside [kLo, kHi).
+__device__ __forceinline__ uint4 maskChunk(uint4 v, int64_t k, int64_t kLo,
+                                           int64_t kHi) {
+  uint32_t m[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t e = k + 2 * i;
+    m[i] = (e >= kLo && e < kHi ? 0x0000ffffu : 0u) |
+           (e + 1 >= kLo && e + 1 < kHi ? 0xffff0000u : 0u);
+  }
+  return make_uint4(v.x & m[0], v.y & m[1], v.z & m[2], v.w & m[3]);
+}
+
+/// acc[cg][mt][e] += sum over k in [ka, kb) ∩ [kLo, kHi) for this warp's
+/// 32 x 8MT block: column nBase + 16cg + g (+8 for e >= 2), row
+/// mBase + 8mt + 2q + (e & 1). ka, kb are multiples of 8 within the row; x
+/// elements outside [kLo, kHi) are zeroed in registers (the weights there
+/// are finite row data, so their products vanish). Columns >= nEnd and rows
+/// >= M read as zero.
 template <int MT, typename T>
 __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
                               int64_t mBase, int64_t nBase, int64_t nEnd,
-                              int64_t ka, int64_t kb,
+                              int64_t ka, int64_t kb, int64_t kLo, int64_t kHi,
                               float (&acc)[2][MT][4]) {
   const int lane = laneId(), g = lane >> 2, q = lane & 3;
-  const T *wRow[2][2];
-  const T *xRow[MT];
+  // Row bases and validity bits instead of 4 + MT live 64-bit pointers:
+  // the other rows are at constant multiples of K from these.
+  const T *wBase = w + (nBase + g) * K + 16 * q;
+  const T *xBase = x + (mBase + g) * K + 16 * q;
+  uint32_t wOk = 0, xOk = 0;
 #pragma unroll
-  for (int cg = 0; cg < 2; ++cg)
+  for (int r = 0; r < 4; ++r) // rows g, g + 8, g + 16, g + 24
+    wOk |= uint32_t(nBase + 8 * r + g < nEnd) << r;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      int64_t n = nBase + 16 * cg + 8 * half + g;
-      wRow[cg][half] = n < nEnd ? w + n * K : nullptr;
-    }
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    int64_t m = mBase + 8 * mt + g;
-    xRow[mt] = m < M ? x + m * K : nullptr;
-  }
+  for (int mt = 0; mt < MT; ++mt)
+    xOk |= uint32_t(mBase + 8 * mt + g < M) << mt;
   auto load = [&](int64_t k0, LinFrag<MT> &f) {
     const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -242,15 +264,23 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
 #pragma unroll
       for (int cg = 0; cg < 2; ++cg)
 #pragma unroll
-        for (int half = 0; half < 2; ++half)
-          f.w[cg][half][h] = ok && wRow[cg][half]
-                                 ? nv::ldStream16(wRow[cg][half] + k)
-                                 : zero;
+        for (int half = 0; half < 2; ++half) {
+          const int r = 2 * cg + half;
+          f.w[cg][half][h] =
+              ok && (wOk >> r & 1)
+                  ? nv::ldStream16(wBase + (8 * r) * K + k0 + 8 * h)
+                  : zero;
+        }
+      const bool partial = k < kLo || k + 8 > kHi;
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        f.x[mt][h] = ok && xRow[mt]
-                         ? *reinterpret_cast<const uint4 *>(xRow[mt] + k)
+      for (int mt = 0; mt < MT; ++mt) {
+        f.x[mt][h] = ok && (xOk >> mt & 1)
+                         ? *reinterpret_cast<const uint4 *>(
+                               xBase + (8 * mt) * K + k0 + 8 * h)
                          : zero;
+        if (partial) // the first or last chunk of an unaligned range
+          f.x[mt][h] = maskChunk(f.x[mt][h], k, kLo, kHi);
+      }
     }
   };
   auto compute = [&](const LinFrag<MT> &f) {
@@ -283,35 +313,22 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
   }
 }
 
-/// Sum over the unaligned ends [k0, ka) and [kb, k1) of one dot product.
-template <typename TIn, typename TW>
-__device__ float edgeDot(const TIn *x, const TW *w, int64_t K, int64_t m,
-                         int64_t n, int64_t k0, int64_t ka, int64_t kb,
-                         int64_t k1) {
-  float s = 0.f;
-  for (int64_t k = k0; k < ka; ++k)
-    s += nv::ldF(x, m * K + k) * nv::ldF(w, n * K + k);
-  for (int64_t k = kb; k < k1; ++k)
-    s += nv::ldF(x, m * K + k) * nv::ldF(w, n * K + k);
-  return s;
-}
-
 /// One pass over rows [mBase, mBase + 8MT) of the tile.
+/// k in [k0, k1) is covered by the 8-aligned [ka, kb) with masking.
 template <int kThreads, int MT, typename T, typename Out>
 __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
-                              int64_t n0, int64_t n1, int64_t k0, int64_t ka,
-                              int64_t kb, int64_t k1, int64_t mBase,
-                              float *part, const Out &out) {
+                              int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                              int64_t mBase, float *part, const Out &out) {
   constexpr int kWarps = kThreads / 32;
   const int warp = warpId(), lane = laneId(), g = lane >> 2, q = lane & 3;
   const int64_t nCols = n1 - n0, nPairs = ceilDiv(nCols, kLinCols);
-  const bool edges = k0 < ka || kb < k1;
-  if (nPairs >= kWarps) {
+  const int64_t ka = k0 / 8 * 8, kb = imax(ka, roundUp(k1, 8));
+  if (nPairs >= kWarps || !part) {
     // Whole K per warp: the epilogue runs from registers.
     for (int64_t pr = warp; pr < nPairs; pr += kWarps) {
       const int64_t nBase = n0 + pr * kLinCols;
       float acc[2][MT][4] = {};
-      linearWarpMma<MT>(x, w, K, M, mBase, nBase, n1, ka, kb, acc);
+      linearWarpMma<MT>(x, w, K, M, mBase, nBase, n1, ka, kb, k0, k1, acc);
 #pragma unroll
       for (int cg = 0; cg < 2; ++cg)
 #pragma unroll
@@ -320,12 +337,8 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
           for (int e = 0; e < 4; ++e) {
             const int64_t n = nBase + 16 * cg + g + (e >= 2 ? 8 : 0);
             const int64_t m = mBase + 8 * mt + 2 * q + (e & 1);
-            if (n < n1 && m < M) {
-              float v = acc[cg][mt][e];
-              if (edges)
-                v += edgeDot(x, w, K, m, n, k0, ka, kb, k1);
-              out(m, n, v);
-            }
+            if (n < n1 && m < M)
+              out(m, n, acc[cg][mt][e]);
           }
     }
     return;
@@ -337,7 +350,8 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
     const int64_t pr = warp % nPairs, ks = warp / nPairs;
     const int64_t kA = imin(kb, ka + ks * kPer), kB = imin(kb, kA + kPer);
     float acc[2][MT][4] = {};
-    linearWarpMma<MT>(x, w, K, M, mBase, n0 + pr * kLinCols, n1, kA, kB, acc);
+    linearWarpMma<MT>(x, w, K, M, mBase, n0 + pr * kLinCols, n1, kA, kB, k0, k1,
+                      acc);
     float *tile = part + warp * kLinCols * kLinRows;
 #pragma unroll
     for (int cg = 0; cg < 2; ++cg)
@@ -358,10 +372,7 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
     float v = 0.f;
     for (int64_t ks = 0; ks < kSplit; ++ks)
       v += part[((ks * nPairs + pr) * kLinCols + c) * kLinRows + row];
-    const int64_t m = mBase + row, n = n0 + col;
-    if (edges)
-      v += edgeDot(x, w, K, m, n, k0, ka, kb, k1);
-    out(m, n, v);
+    out(mBase + row, n0 + col, v);
   }
   __syncthreads(); // `part` is rewritten by the next pass
 }
@@ -402,26 +413,26 @@ __device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
     return;
   if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>) {
     if (K % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w)) {
-      const int64_t ka = imin(roundUp(k0, 8), k1);
-      const int64_t kb = imax(ka, k1 / 8 * 8);
-      float *part = reinterpret_cast<float *>(smem);
+      float *part = nv::dynamicSmemBytes() >= linearSmemBytes<kThreads>()
+                        ? reinterpret_cast<float *>(smem)
+                        : nullptr;
       for (int64_t mBase = 0; mBase < M; mBase += kLinRows) {
         switch (ceilDiv(imin(M - mBase, kLinRows), 8)) {
         case 1:
-          linearMmaPass<kThreads, 1>(x, w, M, K, n0, n1, k0, ka, kb, k1,
-                                     mBase, part, out);
+          linearMmaPass<kThreads, 1>(x, w, M, K, n0, n1, k0, k1, mBase, part,
+                                     out);
           break;
         case 2:
-          linearMmaPass<kThreads, 2>(x, w, M, K, n0, n1, k0, ka, kb, k1,
-                                     mBase, part, out);
+          linearMmaPass<kThreads, 2>(x, w, M, K, n0, n1, k0, k1, mBase, part,
+                                     out);
           break;
         case 3:
-          linearMmaPass<kThreads, 3>(x, w, M, K, n0, n1, k0, ka, kb, k1,
-                                     mBase, part, out);
+          linearMmaPass<kThreads, 3>(x, w, M, K, n0, n1, k0, k1, mBase, part,
+                                     out);
           break;
         default:
-          linearMmaPass<kThreads, 4>(x, w, M, K, n0, n1, k0, ka, kb, k1,
-                                     mBase, part, out);
+          linearMmaPass<kThreads, 4>(x, w, M, K, n0, n1, k0, k1, mBase, part,
+                                     out);
           break;
         }
       }
@@ -501,8 +512,34 @@ __device__ int32_t linearReduce(const float *partials, int64_t splits,
 namespace detail {
 /// Pairs whose cos/sin sit in shared memory at once.
 constexpr int64_t kRopePairs = 256;
+
+/// Without shared memory: a thread per pair, each computing its angle.
+template <int kThreads, typename TX, typename TPos, typename TY>
+__device__ void ropeDirect(const TX *x, const TPos *positions, TY *y, int64_t H,
+                           int64_t D, int64_t rotaryDim, float theta,
+                           int64_t r0, int64_t r1) {
+  const int64_t half = rotaryDim / 2, tail = D - rotaryDim;
+  const int64_t per = half + tail;
+  for (int64_t idx = threadIdx.x; idx < (r1 - r0) * per; idx += kThreads) {
+    const int64_t row = r0 + idx / per, j = idx % per;
+    if (j >= half) { // past the rotary dims: copied
+      const int64_t off = row * D + rotaryDim + (j - half);
+      nv::stF(y, off, nv::ldF(x, off));
+      continue;
+    }
+    const double invFreq =
+        pow(double(theta), -2.0 * double(j) / double(rotaryDim));
+    const double angle = double(positions[row / H]) * invFreq;
+    const float c = float(cos(angle)), sn = float(sin(angle));
+    const int64_t off = row * D + j;
+    const float a = nv::ldF(x, off), b = nv::ldF(x, off + half);
+    nv::stF(y, off, a * c - b * sn);
+    nv::stF(y, off + half, b * c + a * sn);
+  }
+}
 } // namespace detail
 
+/// The cos/sin table; with less, each element computes its own angle.
 template <int kThreads> __host__ __device__ constexpr int64_t ropeSmemBytes() {
   return 2 * detail::kRopePairs * 4;
 }
@@ -515,11 +552,16 @@ __device__ int32_t rope(const TX *x, const TPos *positions, TY *y, int64_t H,
                         int64_t D, int64_t rotaryDim, float theta, int64_t r0,
                         int64_t r1, char *smem) {
   using detail::kRopePairs;
+  if (nv::dynamicSmemBytes() < ropeSmemBytes<kThreads>()) {
+    detail::ropeDirect<kThreads>(x, positions, y, H, D, rotaryDim, theta, r0,
+                                 r1);
+    return nv::kBodyOk;
+  }
   float *cosv = reinterpret_cast<float *>(smem);
   float *sinv = cosv + kRopePairs;
   const int64_t half = rotaryDim / 2;
-  const bool vec = half % 8 == 0 && D % 8 == 0 && nv::isAligned16(x) &&
-                   nv::isAligned16(y);
+  const bool vec =
+      half % 8 == 0 && D % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(y);
   for (int64_t r = r0; r < r1;) {
     const int64_t t = r / H;
     const int64_t rEnd = imin(r1, (t + 1) * H), rows = rEnd - r;
@@ -590,8 +632,7 @@ __device__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *slotMapping,
       continue;
     const int64_t row = slot; // page slot / P, entry slot % P
     (void)P;
-    detail::copyRow<kThreads>(k + t * Hkv * D, kCache + row * Hkv * D,
-                              Hkv * D);
+    detail::copyRow<kThreads>(k + t * Hkv * D, kCache + row * Hkv * D, Hkv * D);
     detail::copyRow<kThreads>(v + t * Hkv * Dv, vCache + row * Hkv * Dv,
                               Hkv * Dv);
   }
@@ -624,8 +665,8 @@ namespace detail {
 /// heads; units take tokens round-robin, then merge within the warp by
 /// shuffles and across warps through shared memory (fixed order).
 /// Scores are kept in log2 units (q pre-scaled by smScale * log2 e).
-template <int kThreads, int kLpr, int kG, typename TQ, typename TK,
-          typename TV, typename TInd>
+template <int kThreads, int kLpr, int kG, typename TQ, typename TK, typename TV,
+          typename TInd>
 __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
                              const TInd *pages, float *oPart, float *lsePart,
                              int64_t Hq, int64_t Hkv, int64_t D, int64_t P,
@@ -770,11 +811,10 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
 /// head's own workspace row like the host body (each lane owns d = lane
 /// mod 32, so no lane reads another's accumulator).
 template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
-__device__ void gqaSplitGeneric(const TQ *q, const TK *kCache,
-                                const TV *vCache, const TInd *pages,
-                                float *oPart, float *lsePart, int64_t Hq,
-                                int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
-                                float smScale, int64_t b, int64_t hk,
+__device__ void gqaSplitGeneric(const TQ *q, const TK *kCache, const TV *vCache,
+                                const TInd *pages, float *oPart, float *lsePart,
+                                int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+                                int64_t P, float smScale, int64_t b, int64_t hk,
                                 int64_t hBegin, int64_t hEnd, int64_t slotRow,
                                 int64_t tBegin, int64_t tEnd) {
   constexpr int kWarps = kThreads / 32;
@@ -815,13 +855,12 @@ __device__ void gqaSplitGeneric(const TQ *q, const TK *kCache,
 
 template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
           typename TInd>
-__device__ void gqaSplitFastGroup(const TQ *q, const TK *kCache,
-                                  const TV *vCache, const TInd *pages,
-                                  float *oPart, float *lsePart, int64_t Hq,
-                                  int64_t Hkv, int64_t D, int64_t P,
-                                  float smScale, int64_t b, int64_t hk,
-                                  int64_t h0, int64_t nh, int64_t slotRow,
-                                  int64_t tBegin, int64_t tEnd, float *smem) {
+__device__ void
+gqaSplitFastGroup(const TQ *q, const TK *kCache, const TV *vCache,
+                  const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
+                  int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
+                  int64_t hk, int64_t h0, int64_t nh, int64_t slotRow,
+                  int64_t tBegin, int64_t tEnd, float *smem) {
   if (nh <= 4)
     gqaSplitFast<kThreads, kLpr, 4>(q, kCache, vCache, pages, oPart, lsePart,
                                     Hq, Hkv, D, P, smScale, b, hk, h0, nh,
@@ -838,12 +877,11 @@ __device__ void gqaSplitFastGroup(const TQ *q, const TK *kCache,
 /// b >= batch are skipped.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
-__device__ int32_t
-gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
-               const TPtr *kvIndptr, const TInd *kvIndices, const TLen *kvLens,
-               float *workspace, int64_t batch, int64_t maxBatch, int64_t Hq,
-               int64_t Hkv, int64_t D, int64_t Dv, int64_t P, int64_t S,
-               float smScale, int64_t b, int64_t hk, int64_t s, char *smem) {
+__device__ int32_t gqaDecodeSplit(
+    const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
+    const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
+    int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
+    int64_t S, float smScale, int64_t b, int64_t hk, int64_t s, char *smem) {
   if (b >= batch)
     return nv::kBodyOk;
   const int64_t len = int64_t(kvLens[b]);
@@ -858,10 +896,9 @@ gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
                     nv::isAligned16(vCache) &&
                     nv::dynamicSmemBytes() >= gqaSplitSmemBytes<kThreads>(D);
   if (!fast) {
-    detail::gqaSplitGeneric<kThreads>(q, kCache, vCache, pages, oPart, lsePart,
-                                      Hq, Hkv, D, Dv, P, smScale, b, hk,
-                                      hk * group, (hk + 1) * group, slotRow,
-                                      tBegin, tEnd);
+    detail::gqaSplitGeneric<kThreads>(
+        q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, Dv, P, smScale, b,
+        hk, hk * group, (hk + 1) * group, slotRow, tBegin, tEnd);
     return nv::kBodyOk;
   }
   float *sm = reinterpret_cast<float *>(smem);
@@ -869,20 +906,17 @@ gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
        h0 += detail::kGqaMaxGroup) {
     const int64_t nh = imin(detail::kGqaMaxGroup, (hk + 1) * group - h0);
     if (D == 64)
-      detail::gqaSplitFastGroup<kThreads, 8>(q, kCache, vCache, pages, oPart,
-                                             lsePart, Hq, Hkv, D, P, smScale,
-                                             b, hk, h0, nh, slotRow, tBegin,
-                                             tEnd, sm);
+      detail::gqaSplitFastGroup<kThreads, 8>(
+          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
+          hk, h0, nh, slotRow, tBegin, tEnd, sm);
     else if (D == 128)
-      detail::gqaSplitFastGroup<kThreads, 16>(q, kCache, vCache, pages, oPart,
-                                              lsePart, Hq, Hkv, D, P, smScale,
-                                              b, hk, h0, nh, slotRow, tBegin,
-                                              tEnd, sm);
+      detail::gqaSplitFastGroup<kThreads, 16>(
+          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
+          hk, h0, nh, slotRow, tBegin, tEnd, sm);
     else
-      detail::gqaSplitFastGroup<kThreads, 32>(q, kCache, vCache, pages, oPart,
-                                              lsePart, Hq, Hkv, D, P, smScale,
-                                              b, hk, h0, nh, slotRow, tBegin,
-                                              tEnd, sm);
+      detail::gqaSplitFastGroup<kThreads, 32>(
+          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
+          hk, h0, nh, slotRow, tBegin, tEnd, sm);
   }
   return nv::kBodyOk;
 }
@@ -976,27 +1010,29 @@ __device__ int32_t add(const TA *a, const TB *b, TY *y, int64_t e0, int64_t e1,
 // embedding / argmax: rows [b0, b1)
 //===----------------------------------------------------------------------===//
 
-/// y[b] = table[ids[b]]; an id outside [0, vocab) is not read: its row is
-/// zeroed and the body returns kBodyBadIndex after finishing the others.
+/// y[b] = table[ids[b]]. As the host body, returns false when an id is
+/// outside [0, vocab): that id is not read and its row is zeroed (the other
+/// rows are still copied).
 template <int kThreads, typename TT, typename TId, typename TY>
-__device__ int32_t embedding(const TT *table, const TId *ids, TY *y,
-                             int64_t vocab, int64_t D, int64_t b0, int64_t b1,
-                             char *smem) {
-  int32_t status = nv::kBodyOk;
+__device__ bool embedding(const TT *table, const TId *ids, TY *y, int64_t vocab,
+                          int64_t D, int64_t b0, int64_t b1, char *smem) {
+  bool ok = true;
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t id = int64_t(ids[b]);
     if (id < 0 || id >= vocab) {
       detail::fillRow<kThreads>(y + b * D, D, 0.f);
-      status = nv::kBodyBadIndex;
+      ok = false;
       continue;
     }
     detail::copyRow<kThreads>(table + id * D, y + b * D, D);
   }
-  return status;
+  return ok;
 }
 
-template <int kThreads> __host__ __device__ constexpr int64_t argmaxSmemBytes() {
-  return kThreads / 32 * 16;
+/// None: the per-warp candidates sit in static shared memory.
+template <int kThreads>
+__host__ __device__ constexpr int64_t argmaxSmemBytes() {
+  return 0;
 }
 
 namespace detail {
@@ -1018,8 +1054,8 @@ template <int kThreads, typename TX, typename TIdx>
 __device__ int32_t argmaxRows(const TX *x, TIdx *indices, int64_t V, int64_t b0,
                               int64_t b1, char *smem) {
   constexpr int kWarps = kThreads / 32;
-  float *sVal = reinterpret_cast<float *>(smem);
-  int64_t *sIdx = reinterpret_cast<int64_t *>(sVal + 2 * kWarps);
+  __shared__ float sVal[kWarps];
+  __shared__ int64_t sIdx[kWarps];
   const int lane = detail::laneId(), warp = detail::warpId();
   const bool vec = V % 8 == 0 && nv::isAligned16(x);
   for (int64_t b = b0; b < b1; ++b) {

@@ -1,4 +1,5 @@
-//===- KdaBodies.cuh - Device task bodies for KDA prefill --------*- CUDA -*-===//
+//===- KdaBodies.cuh - Device task bodies for KDA prefill --------*- CUDA
+//-*-===//
 //
 // Block-cooperative versions of kernels/host/KdaBodies.h: the same phases,
 // chunk numbering, per-(chunk, head) workspace slot layout (w, qg, kd, u,
@@ -119,9 +120,7 @@ __host__ __device__ inline int64_t kdaWorkspaceFloats(int64_t maxChunks,
   return maxChunks * H * kdaWorkspaceFloatsPerChunkHead(C, K, V);
 }
 
-template <typename F> struct KdaSlotT {
-  F *w, *qg, *kd, *u, *aqk, *eg;
-};
+template <typename F> struct KdaSlotT { F *w, *qg, *kd, *u, *aqk, *eg; };
 
 template <typename F>
 __host__ __device__ inline KdaSlotT<F> kdaSlot(F *workspace, int64_t chunk,
@@ -144,11 +143,13 @@ __host__ __device__ inline KdaSlotT<F> kdaSlot(F *workspace, int64_t chunk,
 //===----------------------------------------------------------------------===//
 
 /// Phase 0 with everything in shared memory.
-__host__ __device__ constexpr int64_t kdaIntraSmemBytes(int64_t C, int64_t K, int64_t V) {
+__host__ __device__ constexpr int64_t kdaIntraSmemBytes(int64_t C, int64_t K,
+                                                        int64_t V) {
   return 4 * (C * C + C + K + (3 * K + V) * (C + 1));
 }
 /// Phase 0 with the big arrays in the workspace slot.
-__host__ __device__ constexpr int64_t kdaIntraMinSmemBytes(int64_t C, int64_t K) {
+__host__ __device__ constexpr int64_t kdaIntraMinSmemBytes(int64_t C,
+                                                           int64_t K) {
   return 4 * (C * C + C + K);
 }
 /// Phase 1.
@@ -435,11 +436,11 @@ __device__ void kdaStage(float *dst, int64_t dStride, const float *src,
 /// Thread layout: lane owns columns lane + 32 jj; in steps A and B warp w
 /// owns chunk rows w + kWarps r; in step C channels 4w + 4 kWarps r + e.
 template <int kThreads, int kJ, typename T>
-__device__ void kdaScanBlock(const KdaParams<T> &p, int64_t h,
-                             int64_t seqStart, int64_t len, int64_t firstChunk,
-                             int64_t numChunks, float *state,
-                             const float *init, int64_t vs, int64_t ncols,
-                             const float *workspace, float *smem) {
+__device__ void kdaScanBlock(const KdaParams<T> &p, int64_t h, int64_t seqStart,
+                             int64_t len, int64_t firstChunk, int64_t numChunks,
+                             float *state, const float *init, int64_t vs,
+                             int64_t ncols, const float *workspace,
+                             float *smem) {
   constexpr int kWarps = kThreads / 32;
   constexpr int kRows = (64 + kWarps - 1) / kWarps; // C <= 64
   constexpr int kCR = 4;
@@ -447,8 +448,8 @@ __device__ void kdaScanBlock(const KdaParams<T> &p, int64_t h,
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t H = p.numHeads, K = p.dimK, V = p.dimV, C = p.chunkSize;
   const int64_t kp = (K + 3) / 4 * 4;
-  float *S = smem;            // [kp][64]
-  float *bufA = S + kp * 64;  // [C][kp]
+  float *S = smem;           // [kp][64]
+  float *bufA = S + kp * 64; // [C][kp]
   float *bufB = bufA + C * kp;
   float *sAqk = bufB + C * kp; // [C][C]
   float *sVn = sAqk + C * C;   // [C][64]
@@ -593,9 +594,10 @@ __device__ void kdaScanBlock(const KdaParams<T> &p, int64_t h,
         for (int e = 0; e < 4; ++e)
 #pragma unroll
           for (int jj = 0; jj < kJ; ++jj)
-            acc[r][e][jj] = c4[r] < kp ? sEg[c4[r] + e] *
-                                             S[(c4[r] + e) * 64 + lane + 32 * jj]
-                                       : 0.f;
+            acc[r][e][jj] =
+                c4[r] < kp
+                    ? sEg[c4[r] + e] * S[(c4[r] + e) * 64 + lane + 32 * jj]
+                    : 0.f;
       }
       for (int64_t i = 0; i < L; ++i) {
         float vv[kJ];
@@ -605,7 +607,8 @@ __device__ void kdaScanBlock(const KdaParams<T> &p, int64_t h,
 #pragma unroll
         for (int r = 0; r < kCR; ++r) {
           if (c4[r] < kp) {
-            const float4 kd = *reinterpret_cast<const float4 *>(X + i * kp + c4[r]);
+            const float4 kd =
+                *reinterpret_cast<const float4 *>(X + i * kp + c4[r]);
 #pragma unroll
             for (int jj = 0; jj < kJ; ++jj) {
               acc[r][0][jj] += kd.x * vv[jj];

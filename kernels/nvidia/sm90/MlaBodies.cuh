@@ -1,4 +1,5 @@
-//===- MlaBodies.cuh - Device task bodies for MLA paged decode ---*- CUDA -*-===//
+//===- MlaBodies.cuh - Device task bodies for MLA paged decode ---*- CUDA
+//-*-===//
 //
 // Block-cooperative versions of kernels/host/MlaBodies.h: the same two phases
 // (split over W token slots, merge per request), the same slot arithmetic,
@@ -87,10 +88,10 @@ __host__ __device__ inline int64_t mlaSlotOfToken(int64_t t, int64_t total,
 
 namespace detail {
 
-constexpr int kMlaTile = 64;    // tokens per shared-memory tile
-constexpr int kMlaHeads = 16;   // heads per pass: one m16 tile
-constexpr int kMlaDc = 512;     // latent dims (also V)
-constexpr int kMlaDp = 64;      // rope dims
+constexpr int kMlaTile = 64;  // tokens per shared-memory tile
+constexpr int kMlaHeads = 16; // heads per pass: one m16 tile
+constexpr int kMlaDc = 512;   // latent dims (also V)
+constexpr int kMlaDp = 64;    // rope dims
 constexpr int kMlaRow = kMlaDc + kMlaDp;
 /// Row stride in elements: +16 bytes so the 8 rows an ldmatrix reads start
 /// in 8 different 4-bank groups (1168 B = 292 words = 4 mod 32).
@@ -125,8 +126,8 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
   T *sKv = reinterpret_cast<T *>(smem + kMlaQBytes);
   float *sS = reinterpret_cast<float *>(smem + kMlaQBytes + 2 * kMlaKvBytes);
   T *sP = reinterpret_cast<T *>(reinterpret_cast<char *>(sS) + kMlaSBytes);
-  float *sM = reinterpret_cast<float *>(reinterpret_cast<char *>(sP) +
-                                        kMlaPBytes);
+  float *sM =
+      reinterpret_cast<float *>(reinterpret_cast<char *>(sP) + kMlaPBytes);
   float *sL = sM + kMlaHeads;
   float *sAlpha = sL + kMlaHeads;
 
@@ -148,8 +149,9 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
       if (valid) {
         const int64_t tok = tokBegin + t;
         const int64_t row = int64_t(pages[tok / P]) * P + tok % P;
-        src = ch < kMlaDc / 8 ? p.ckvCache + row * kMlaDc + ch * 8
-                              : p.kpeCache + row * kMlaDp + (ch - kMlaDc / 8) * 8;
+        src = ch < kMlaDc / 8
+                  ? p.ckvCache + row * kMlaDc + ch * 8
+                  : p.kpeCache + row * kMlaDp + (ch - kMlaDc / 8) * 8;
       }
       nv::cpAsync16(dst + r * kMlaStride + ch * 8, src, valid);
     }
@@ -163,9 +165,9 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
       T *dst = sQ + r * kMlaStride + ch * 8;
       if (r < nh) {
         const int64_t h = hg + r;
-        const T *src = ch < kMlaDc / 8
-                           ? p.qNope + (b * H + h) * kMlaDc + ch * 8
-                           : p.qPe + (b * H + h) * kMlaDp + (ch - kMlaDc / 8) * 8;
+        const T *src = ch < kMlaDc / 8 ? p.qNope + (b * H + h) * kMlaDc + ch * 8
+                                       : p.qPe + (b * H + h) * kMlaDp +
+                                             (ch - kMlaDc / 8) * 8;
         nv::cpAsync16(dst, src);
       } else {
         *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
@@ -201,7 +203,8 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
       {
         float sc[4] = {0.f, 0.f, 0.f, 0.f};
         const T *aBase = sQ + (lane & 15) * kMlaStride + (lane >> 4) * 8;
-        const T *bBase = kv + (8 * warp + (lane & 7)) * kMlaStride + (lane >> 3) * 8;
+        const T *bBase =
+            kv + (8 * warp + (lane & 7)) * kMlaStride + (lane >> 3) * 8;
 #pragma unroll 2
         for (int k = 0; k < kMlaRow; k += 32) {
           uint32_t a0[4], a1[4], bb[4];
@@ -216,7 +219,8 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
         const float s1 = tok + 1 < valid ? sc[1] * scale2 : nv::kNegInf;
         const float s2 = tok < valid ? sc[2] * scale2 : nv::kNegInf;
         const float s3 = tok + 1 < valid ? sc[3] * scale2 : nv::kNegInf;
-        *reinterpret_cast<float2 *>(sS + g * kMlaTile + tok) = make_float2(s0, s1);
+        *reinterpret_cast<float2 *>(sS + g * kMlaTile + tok) =
+            make_float2(s0, s1);
         *reinterpret_cast<float2 *>(sS + (g + 8) * kMlaTile + tok) =
             make_float2(s2, s3);
       }
@@ -225,7 +229,8 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
       // Online softmax: head h = tid / 16, tokens 4j..4j+3 with j = tid % 16.
       {
         const int h = tid >> 4, j = tid & 15;
-        const float4 s4 = *reinterpret_cast<const float4 *>(sS + h * kMlaTile + 4 * j);
+        const float4 s4 =
+            *reinterpret_cast<const float4 *>(sS + h * kMlaTile + 4 * j);
         float mx = fmaxf(fmaxf(s4.x, s4.y), fmaxf(s4.z, s4.w));
 #pragma unroll
         for (int off = 8; off > 0; off /= 2)
@@ -233,8 +238,10 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
         const float mOld = sM[h], lOld = sL[h];
         const float mNew = fmaxf(mOld, mx); // finite: a tile has a valid token
         const float alpha = nv::rescale2(mOld, mNew);
-        const float p0 = nv::fastExp2(s4.x - mNew), p1 = nv::fastExp2(s4.y - mNew);
-        const float p2 = nv::fastExp2(s4.z - mNew), p3 = nv::fastExp2(s4.w - mNew);
+        const float p0 = nv::fastExp2(s4.x - mNew),
+                    p1 = nv::fastExp2(s4.y - mNew);
+        const float p2 = nv::fastExp2(s4.z - mNew),
+                    p3 = nv::fastExp2(s4.w - mNew);
         float sum = (p0 + p1) + (p2 + p3);
 #pragma unroll
         for (int off = 8; off > 0; off /= 2)
@@ -261,7 +268,8 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
           acc[nt][3] *= aHi;
         }
         const T *pBase = sP + (lane & 15) * kMlaPStride + (lane >> 4) * 8;
-        const T *vBase = kv + ((lane & 7) + ((lane >> 3) & 1) * 8) * kMlaStride +
+        const T *vBase = kv +
+                         ((lane & 7) + ((lane >> 3) & 1) * 8) * kMlaStride +
                          64 * warp + (lane >> 4) * 8;
 #pragma unroll
         for (int kt = 0; kt < kMlaTile; kt += 16) {
@@ -304,8 +312,7 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
 template <int kThreads, typename T>
 __device__ void mlaSplitPieceGeneric(const MlaParams<T> &p, int64_t b,
                                      int64_t tokBegin, int64_t tokEnd,
-                                     float *acc, float *pieceLse,
-                                     char *smem) {
+                                     float *acc, float *pieceLse, char *smem) {
   constexpr int kWarps = kThreads / 32;
   const int64_t H = p.numHeads, Dc = p.dimCkv, Dp = p.dimKpe, P = p.pageSize;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -366,23 +373,25 @@ __device__ void mlaSplitPieceGeneric(const MlaParams<T> &p, int64_t b,
 
 template <int kThreads, typename T>
 __device__ bool mlaUseFastSplit(const MlaParams<T> &p) {
-  return kThreads == 256 && (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) &&
-         p.dimCkv == kMlaDc && p.dimKpe == kMlaDp &&
-         nv::isAligned16(p.qNope) && nv::isAligned16(p.qPe) &&
-         nv::isAligned16(p.ckvCache) && nv::isAligned16(p.kpeCache) &&
-         nv::dynamicSmemBytes() >= kMlaSmemFast;
+  return kThreads == 256 &&
+         (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)&&p.dimCkv ==
+             kMlaDc &&
+         p.dimKpe == kMlaDp && nv::isAligned16(p.qNope) &&
+         nv::isAligned16(p.qPe) && nv::isAligned16(p.ckvCache) &&
+         nv::isAligned16(p.kpeCache) && nv::dynamicSmemBytes() >= kMlaSmemFast;
 }
 
 } // namespace detail
 
 /// Shared memory the split needs for its tensor-core path.
-template <int kThreads> __host__ __device__ constexpr int64_t mlaSplitSmemBytes() {
+template <int kThreads>
+__host__ __device__ constexpr int64_t mlaSplitSmemBytes() {
   return detail::kMlaSmemFast;
 }
 
 /// Shared memory of the plain split path.
-__host__ __device__ constexpr int64_t mlaSplitGenericSmemBytes(int64_t numHeads, int64_t dimCkv,
-                                           int64_t dimKpe) {
+__host__ __device__ constexpr int64_t
+mlaSplitGenericSmemBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
   return 4 * (dimCkv + dimKpe + 4 * numHeads);
 }
 
@@ -419,9 +428,8 @@ __device__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
           continue;
         }
       }
-      detail::mlaSplitPieceGeneric<kThreads>(p, b, begin - reqBegin,
-                                             end - reqBegin, pieceO, pieceLse,
-                                             smem);
+      detail::mlaSplitPieceGeneric<kThreads>(
+          p, b, begin - reqBegin, end - reqBegin, pieceO, pieceLse, smem);
     }
     reqBegin = reqEnd;
   }
@@ -438,11 +446,10 @@ namespace detail {
 /// Merges request b (global tokens [reqBegin, reqEnd)) from its pieces.
 template <int kThreads, typename T>
 __device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b,
-                                int64_t reqBegin, int64_t reqEnd,
-                                int64_t total, int64_t numSlots,
-                                const float *partialO, const float *partialLse,
-                                float *sLseNat, float *sWeight,
-                                bool cacheWeights) {
+                                int64_t reqBegin, int64_t reqEnd, int64_t total,
+                                int64_t numSlots, const float *partialO,
+                                const float *partialLse, float *sLseNat,
+                                float *sWeight, bool cacheWeights) {
   const int64_t H = p.numHeads, Dc = p.dimCkv;
   T *o = p.o + b * H * Dc;
   float *lse = p.lse + b * H;
@@ -521,9 +528,9 @@ __device__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t reqEnd = reqBegin + p.kvLens[b];
     if (b >= task && (b - task) % numMergeTasks == 0)
-      detail::mlaMergeRequest<kThreads>(p, b, reqBegin, reqEnd, total,
-                                        numSlots, partialO, partialLse,
-                                        sLseNat, sWeight, cacheWeights);
+      detail::mlaMergeRequest<kThreads>(p, b, reqBegin, reqEnd, total, numSlots,
+                                        partialO, partialLse, sLseNat, sWeight,
+                                        cacheWeights);
     reqBegin = reqEnd;
   }
   return nv::kBodyOk;
