@@ -10,17 +10,21 @@
 //                     matching with target features, block shape, the
 //                     co-residency refusal, timeout cycles, artifact checks;
 //      HipFake        the whole backend against the fake runtime below:
-//                     devices, memory, every load refusal, launches, the
-//                     watchdog, failed tasks, a faulting kernel, a wedged one;
+//                     devices, memory, every load refusal, static and
+//                     dynamic launches, binding checks, the watchdog, the
+//                     kernel's own timeout, failed tasks, a faulting kernel,
+//                     a wedged one;
 //      RuntimeHipGpu  (label gpu-amd) a real AMD GPU: skipped, saying why,
 //                     when there is none; loads $LOOM_HIP_TEST_ARTIFACT if set.
-//  * with LOOM_HIP_FAKE_RUNTIME: loom-rt-fakehip, a shared library that is
+//  * with LOOM_HIP_FAKE_RUNTIME: loom-rt-fakehip-full, a shared library that is
 //    both a fake libamdhip64 (LOOM_HIP_RUNTIME points the runtime at it) and
 //    a fake GPU artifact (it exports loom_device_program). Its "GPU" is host
 //    memory and its "kernel" runs each worker block on a host thread,
 //    interpreting the task table the fake code object points to, following
-//    DeviceAbi.h: event counters, LoomWorkerStatus records, the abort flag,
-//    timeout_cycles (its clock64 runs at 1 GHz: a cycle is a ns).
+//    DeviceAbi.h and kernels/nvidia/Interpreter.cuh: event counters and the
+//    dynamic-mode queue, LoomWorkerStatus records (waits published, -1/-2 for
+//    a wait left, the failed body's code), the abort flag, timeout_cycles
+//    (its clock64 runs at 1 GHz: a cycle is a ns).
 //  * with LOOM_HIP_FAKE_RUNTIME and LOOM_HIP_FAKE_OLD: loom-rt-fakehip-old,
 //    a runtime without hipGetDevicePropertiesR0600 (as ROCm 5 was).
 //
