@@ -66,6 +66,16 @@ public:
     return "(ws + " + std::to_string(offset) + "LL)";
   }
 
+  /// Prefix of a body call: passes a non-zero status on where bodies
+  /// return one.
+  const char *call() const {
+    return dialect.bodiesReturnStatus ? "if (int32_t e = " : "";
+  }
+  /// Suffix closing what call() opened.
+  const char *endCall() const {
+    return dialect.bodiesReturnStatus ? ") return e" : "";
+  }
+
   std::string scratch(Operation *op) {
     auto offset = op->getAttrOfType<IntegerAttr>(kScratchOffsetAttr);
     return "((float *)(ws + " + std::to_string(offset ? offset.getInt() : 0) +
@@ -133,10 +143,10 @@ public:
           int64_t perRow = trailing(o.getX(), 1) / d; // rows per leading entry
           rowRange(params[0], dim(o.getX(), 0) * perRow,
                    "rt * " + std::to_string(perRow) + "LL");
-          os << "  " << dialect.bodies << "rmsnormRows" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", "
+          os << "  " << call() << dialect.bodies << "rmsnormRows" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", "
              << ptr(o.getWeight()) << ", " << ptr(o.getY(), false) << ", " << d
              << "LL, " << floatLiteral(o.getEps().convertToDouble())
-             << ", r0, r1" << dialect.extraArgs << ");\n";
+             << ", r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](LinearOp o) {
@@ -151,9 +161,9 @@ public:
              << "  const int64_t n0 = nt * " << nTile << "LL, n1 = std::min<int64_t>(" << n
              << "LL, n0 + " << nTile << "LL);\n";
           if (splits == 1) {
-            os << "  " << dialect.bodies << "linearTile" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+            os << "  " << call() << dialect.bodies << "linearTile" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
                << ", " << residual << ", " << ptr(o.getY(), false) << ", m, " << k
-               << "LL, " << n << "LL, n0, n1" << dialect.extraArgs << ");\n";
+               << "LL, " << n << "LL, n0, n1" << dialect.extraArgs << ")" << endCall() << ";\n";
             return success();
           }
           int64_t kPer = (k + splits - 1) / splits;
@@ -161,32 +171,32 @@ public:
             os << "  const int64_t s = tile % " << splits << "LL;\n"
                << "  const int64_t k0 = s * " << kPer << "LL, k1 = std::min<int64_t>(" << k
                << "LL, k0 + " << kPer << "LL);\n"
-               << "  " << dialect.bodies << "linearPartial" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+               << "  " << call() << dialect.bodies << "linearPartial" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
                << ", " << scratch(op) << " + s * " << maxM * n << "LL, m, " << k << "LL, "
-               << n << "LL, n0, n1, k0, k1" << dialect.extraArgs << ");\n";
+               << n << "LL, n0, n1, k0, k1" << dialect.extraArgs << ")" << endCall() << ";\n";
           } else {
-            os << "  " << dialect.bodies << "linearReduce" << dialect.bodyTemplate << "(" << scratch(op) << ", " << splits << "LL, "
+            os << "  " << call() << dialect.bodies << "linearReduce" << dialect.bodyTemplate << "(" << scratch(op) << ", " << splits << "LL, "
                << maxM * n << "LL, " << residual << ", " << ptr(o.getY(), false) << ", m, "
-               << n << "LL, n0, n1" << dialect.extraArgs << ");\n";
+               << n << "LL, n0, n1" << dialect.extraArgs << ")" << endCall() << ";\n";
           }
           return success();
         })
         .Case([&](RopeOp o) {
           int64_t h = dim(o.getX(), 1), d = dim(o.getX(), 2);
           rowRange(params[0], dim(o.getX(), 0) * h, "rt * " + std::to_string(h) + "LL");
-          os << "  " << dialect.bodies << "rope" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getPositions())
+          os << "  " << call() << dialect.bodies << "rope" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getPositions())
              << ", " << ptr(o.getY(), false) << ", " << h << "LL, " << d << "LL, "
              << o.getRotaryDim() << "LL, " << floatLiteral(o.getTheta().convertToDouble())
-             << ", r0, r1" << dialect.extraArgs << ");\n";
+             << ", r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](KvAppendOp o) {
           rowRange(params[0], dim(o.getK(), 0), "rt");
-          os << "  " << dialect.bodies << "kvAppend" << dialect.bodyTemplate << "(" << ptr(o.getK()) << ", " << ptr(o.getV()) << ", "
+          os << "  " << call() << dialect.bodies << "kvAppend" << dialect.bodyTemplate << "(" << ptr(o.getK()) << ", " << ptr(o.getV()) << ", "
              << ptr(o.getSlotMapping()) << ", " << ptr(o.getKCache(), false) << ", "
              << ptr(o.getVCache(), false) << ", " << dim(o.getK(), 1) << "LL, "
              << dim(o.getK(), 2) << "LL, " << dim(o.getV(), 2) << "LL, "
-             << dim(o.getKCache(), 1) << "LL, r0, r1" << dialect.extraArgs << ");\n";
+             << dim(o.getKCache(), 1) << "LL, r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](GqaDecodeOp o) {
@@ -195,19 +205,19 @@ public:
           os << "  const int64_t batch = std::min<int64_t>(rt, " << maxB << "LL);\n";
           if (phase == 0) {
             os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
-               << "  " << dialect.bodies << "gqaDecodeSplit" << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
+               << "  " << call() << dialect.bodies << "gqaDecodeSplit" << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
                << ", " << ptr(o.getVCache()) << ", " << ptr(o.getKvIndptr()) << ", "
                << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << scratch(op)
                << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
                << dim(o.getQ(), 2) << "LL, " << dim(o.getVCache(), 3) << "LL, "
                << dim(o.getKCache(), 1) << "LL, " << s << "LL, "
                << floatLiteral(o.getSmScale().convertToDouble()) << ", pair / " << hkv
-               << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ");\n";
+               << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ")" << endCall() << ";\n";
           } else {
-            os << "  " << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", " << ptr(o.getO(), false)
+            os << "  " << call() << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", " << ptr(o.getO(), false)
                << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
                << dim(o.getVCache(), 3) << "LL, " << s << "LL, tile / " << hkv
-               << "LL, tile % " << hkv << "LL" << dialect.extraArgs << ");\n";
+               << "LL, tile % " << hkv << "LL" << dialect.extraArgs << ")" << endCall() << ";\n";
           }
           return success();
         })
@@ -233,10 +243,10 @@ public:
              << "  float *partialLse = partialO + " << (slots + maxB) * h * dc
              << "LL;\n";
           if (phase == 0)
-            os << "  " << dialect.bodies << "mlaSplit" << dialect.bodyTemplate << "(p, tile, " << slots << "LL, partialO, partialLse" << dialect.extraArgs << ");\n";
+            os << "  " << call() << dialect.bodies << "mlaSplit" << dialect.bodyTemplate << "(p, tile, " << slots << "LL, partialO, partialLse" << dialect.extraArgs << ")" << endCall() << ";\n";
           else
-            os << "  " << dialect.bodies << "mlaMerge" << dialect.bodyTemplate << "(p, tile, " << merges << "LL, " << slots
-               << "LL, partialO, partialLse" << dialect.extraArgs << ");\n";
+            os << "  " << call() << dialect.bodies << "mlaMerge" << dialect.bodyTemplate << "(p, tile, " << merges << "LL, " << slots
+               << "LL, partialO, partialLse" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](KdaPrefillOp o) {
@@ -276,7 +286,7 @@ public:
                << "  while (i < end) {\n"
                << "    const int64_t head = i / chunks, c0 = i % chunks;\n"
                << "    const int64_t c1 = std::min<int64_t>(chunks, c0 + (end - i));\n"
-               << "    " << dialect.bodies << "kdaIntraChunk" << dialect.bodyTemplate << "(p, c0, c1, head, work" << dialect.extraArgs << ");\n"
+               << "    " << call() << dialect.bodies << "kdaIntraChunk" << dialect.bodyTemplate << "(p, c0, c1, head, work" << dialect.extraArgs << ")" << endCall() << ";\n"
                << "    i += c1 - c0;\n"
                << "  }\n";
           } else {
@@ -285,8 +295,8 @@ public:
                << "  for (int64_t i = tile; i < items; i += " << tasks << "LL) {\n"
                << "    const int64_t n = i / " << h * vBlocks << "LL, head = (i / " << vBlocks
                << "LL) % " << h << "LL, vb = i % " << vBlocks << "LL;\n"
-               << "    " << dialect.bodies << "kdaStateScan" << dialect.bodyTemplate << "(p, n, head, vb * " << v << "LL / " << vBlocks
-               << "LL, (vb + 1) * " << v << "LL / " << vBlocks << "LL, work" << dialect.extraArgs << ");\n"
+               << "    " << call() << dialect.bodies << "kdaStateScan" << dialect.bodyTemplate << "(p, n, head, vb * " << v << "LL / " << vBlocks
+               << "LL, (vb + 1) * " << v << "LL / " << vBlocks << "LL, work" << dialect.extraArgs << ")" << endCall() << ";\n"
                << "  }\n"
                << "  (void)chunks;\n";
           }
@@ -295,15 +305,15 @@ public:
         .Case([&](SiluMulOp o) {
           int64_t perRow = trailing(o.getY(), 1);
           rowRange(params[0], dim(o.getY(), 0) * perRow, "rt * " + std::to_string(perRow) + "LL");
-          os << "  " << dialect.bodies << "siluMul" << dialect.bodyTemplate << "(" << ptr(o.getGate()) << ", " << ptr(o.getUp()) << ", "
-             << ptr(o.getY(), false) << ", r0, r1" << dialect.extraArgs << ");\n";
+          os << "  " << call() << dialect.bodies << "siluMul" << dialect.bodyTemplate << "(" << ptr(o.getGate()) << ", " << ptr(o.getUp()) << ", "
+             << ptr(o.getY(), false) << ", r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](AddOp o) {
           int64_t perRow = trailing(o.getY(), 1);
           rowRange(params[0], dim(o.getY(), 0) * perRow, "rt * " + std::to_string(perRow) + "LL");
-          os << "  " << dialect.bodies << "add" << dialect.bodyTemplate << "(" << ptr(o.getA()) << ", " << ptr(o.getB()) << ", "
-             << ptr(o.getY(), false) << ", r0, r1" << dialect.extraArgs << ");\n";
+          os << "  " << call() << dialect.bodies << "add" << dialect.bodyTemplate << "(" << ptr(o.getA()) << ", " << ptr(o.getB()) << ", "
+             << ptr(o.getY(), false) << ", r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](EmbeddingOp o) {
@@ -316,8 +326,8 @@ public:
         })
         .Case([&](ArgmaxOp o) {
           rowRange(params[0], dim(o.getX(), 0), "rt");
-          os << "  " << dialect.bodies << "argmaxRows" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", "
-             << ptr(o.getIndices(), false) << ", " << dim(o.getX(), 1) << "LL, r0, r1" << dialect.extraArgs << ");\n";
+          os << "  " << call() << dialect.bodies << "argmaxRows" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", "
+             << ptr(o.getIndices(), false) << ", " << dim(o.getX(), 1) << "LL, r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Default([&](Operation *other) {

@@ -25,6 +25,8 @@ struct TileDialect {
   std::string extraParams; ///< appended to every tile function's parameters
   std::string extraArgs;   ///< appended to every body call's arguments
   std::string bodyTemplate;///< e.g. "<kThreads>": explicit template args of bodies
+  /// Bodies return an int32_t status (0: ok) that the tile passes on.
+  bool bodiesReturnStatus = false;
 };
 
 /// Writes `static int32_t op<N>_phase<P>(int64_t tile, const LoomBinding *b,

@@ -37,7 +37,7 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   // Separate functions (not inlined into one switch): each body keeps its
   // own register allocation pressure out of the others'.
   TileDialect dialect{"loom::sm90::", "__device__ __noinline__", ", char *smem",
-                      ", smem", "<kThreads>"};
+                      ", smem", "<kThreads>", /*bodiesReturnStatus=*/true};
   if (failed(emitTileFunctions(graph, dialect, os)))
     return failure();
 

@@ -148,7 +148,7 @@ __device__ __forceinline__ void rowScale(const TX *xr, const TW *w, TY *yr,
 /// A warp per row for D <= 1024 (Qwen3's per-head norm), the whole block
 /// per row above (hidden states).
 template <int kThreads, typename TX, typename TW, typename TY>
-__device__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int64_t D,
+__device__ __noinline__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int64_t D,
                                float eps, int64_t r0, int64_t r1, char *smem) {
   constexpr int kWarps = kThreads / 32;
   const bool vec = D % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w) &&
@@ -466,7 +466,7 @@ struct PartialStore {
 /// Output-column tile: y[m, n] = residual[m, n] + x[m, :] . w[n, :] for
 /// m < M, n in [n0, n1). `residual` may be null or alias `y`.
 template <int kThreads, typename TIn, typename TW, typename TOut>
-__device__ int32_t linearTile(const TIn *x, const TW *w,
+__device__ __noinline__ int32_t linearTile(const TIn *x, const TW *w,
                               const detail::NoDeduceT<TOut> *residual, TOut *y,
                               int64_t M, int64_t K, int64_t N, int64_t n0,
                               int64_t n1, char *smem) {
@@ -477,7 +477,7 @@ __device__ int32_t linearTile(const TIn *x, const TW *w,
 
 /// Split-K phase 0: partial[m * N + n] = x[m, k0:k1] . w[n, k0:k1].
 template <int kThreads, typename TIn, typename TW>
-__device__ int32_t linearPartial(const TIn *x, const TW *w, float *partial,
+__device__ __noinline__ int32_t linearPartial(const TIn *x, const TW *w, float *partial,
                                  int64_t M, int64_t K, int64_t N, int64_t n0,
                                  int64_t n1, int64_t k0, int64_t k1,
                                  char *smem) {
@@ -488,7 +488,7 @@ __device__ int32_t linearPartial(const TIn *x, const TW *w, float *partial,
 
 /// Split-K phase 1: y = residual + sum of the splits in order 0..splits-1.
 template <int kThreads, typename TOut>
-__device__ int32_t linearReduce(const float *partials, int64_t splits,
+__device__ __noinline__ int32_t linearReduce(const float *partials, int64_t splits,
                                 int64_t sliceStride,
                                 const detail::NoDeduceT<TOut> *residual,
                                 TOut *y, int64_t M, int64_t N, int64_t n0,
@@ -548,7 +548,7 @@ template <int kThreads> __host__ __device__ constexpr int64_t ropeSmemBytes() {
 /// computed once (in double, as the host does, then cast to float) into
 /// shared memory and applied to all its heads. `y` may alias `x`.
 template <int kThreads, typename TX, typename TPos, typename TY>
-__device__ int32_t rope(const TX *x, const TPos *positions, TY *y, int64_t H,
+__device__ __noinline__ int32_t rope(const TX *x, const TPos *positions, TY *y, int64_t H,
                         int64_t D, int64_t rotaryDim, float theta, int64_t r0,
                         int64_t r1, char *smem) {
   using detail::kRopePairs;
@@ -622,7 +622,7 @@ __device__ int32_t rope(const TX *x, const TPos *positions, TY *y, int64_t H,
 /// padding and skipped.
 template <int kThreads, typename TK, typename TV, typename TSlot, typename TKC,
           typename TVC>
-__device__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *slotMapping,
+__device__ __noinline__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *slotMapping,
                             TKC *kCache, TVC *vCache, int64_t Hkv, int64_t D,
                             int64_t Dv, int64_t P, int64_t t0, int64_t t1,
                             char *smem) {
@@ -877,7 +877,7 @@ gqaSplitFastGroup(const TQ *q, const TK *kCache, const TV *vCache,
 /// b >= batch are skipped.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
-__device__ int32_t gqaDecodeSplit(
+__device__ __noinline__ int32_t gqaDecodeSplit(
     const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
     const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
@@ -925,7 +925,7 @@ __device__ int32_t gqaDecodeSplit(
 /// w_s = exp(lse_s - max lse) for the heads of group hk; o = 0 when every
 /// split is empty. Requests b >= batch are skipped.
 template <int kThreads, typename TO>
-__device__ int32_t gqaDecodeMerge(const float *workspace, TO *o, int64_t batch,
+__device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace, TO *o, int64_t batch,
                                   int64_t maxBatch, int64_t Hq, int64_t Hkv,
                                   int64_t Dv, int64_t S, int64_t b, int64_t hk,
                                   char *smem) {
@@ -992,7 +992,7 @@ struct AddOp {
 
 /// y = silu(gate) * up. `y` may alias either input.
 template <int kThreads, typename TG, typename TU, typename TY>
-__device__ int32_t siluMul(const TG *gate, const TU *up, TY *y, int64_t e0,
+__device__ __noinline__ int32_t siluMul(const TG *gate, const TU *up, TY *y, int64_t e0,
                            int64_t e1, char *smem) {
   detail::elementwise2<kThreads>(gate, up, y, e0, e1, detail::SiluMulOp{});
   return nv::kBodyOk;
@@ -1000,7 +1000,7 @@ __device__ int32_t siluMul(const TG *gate, const TU *up, TY *y, int64_t e0,
 
 /// y = a + b. `y` may alias either input.
 template <int kThreads, typename TA, typename TB, typename TY>
-__device__ int32_t add(const TA *a, const TB *b, TY *y, int64_t e0, int64_t e1,
+__device__ __noinline__ int32_t add(const TA *a, const TB *b, TY *y, int64_t e0, int64_t e1,
                        char *smem) {
   detail::elementwise2<kThreads>(a, b, y, e0, e1, detail::AddOp{});
   return nv::kBodyOk;
@@ -1014,7 +1014,7 @@ __device__ int32_t add(const TA *a, const TB *b, TY *y, int64_t e0, int64_t e1,
 /// outside [0, vocab): that id is not read and its row is zeroed (the other
 /// rows are still copied).
 template <int kThreads, typename TT, typename TId, typename TY>
-__device__ bool embedding(const TT *table, const TId *ids, TY *y, int64_t vocab,
+__device__ __noinline__ bool embedding(const TT *table, const TId *ids, TY *y, int64_t vocab,
                           int64_t D, int64_t b0, int64_t b1, char *smem) {
   bool ok = true;
   for (int64_t b = b0; b < b1; ++b) {
@@ -1051,7 +1051,7 @@ __device__ __forceinline__ bool argBefore(float va, int64_t ia, float vb,
 
 /// indices[b] = argmax_v x[b, v], one row at a time across the block.
 template <int kThreads, typename TX, typename TIdx>
-__device__ int32_t argmaxRows(const TX *x, TIdx *indices, int64_t V, int64_t b0,
+__device__ __noinline__ int32_t argmaxRows(const TX *x, TIdx *indices, int64_t V, int64_t b0,
                               int64_t b1, char *smem) {
   constexpr int kWarps = kThreads / 32;
   __shared__ float sVal[kWarps];

@@ -387,7 +387,7 @@ __device__ void kdaIntraChunkOne(const KdaParams<T> &p, const KdaChunk &ch,
 /// Phase 0 task: global chunks [c0, c1) of head h (indices at or past the
 /// run-time chunk count are skipped).
 template <int kThreads, typename T>
-__device__ int32_t kdaIntraChunk(const KdaParams<T> &p, int64_t c0, int64_t c1,
+__device__ __noinline__ int32_t kdaIntraChunk(const KdaParams<T> &p, int64_t c0, int64_t c1,
                                  int64_t h, float *workspace, char *smem) {
   const int64_t C = p.chunkSize, K = p.dimK, V = p.dimV;
   const uint32_t have = nv::dynamicSmemBytes();
@@ -649,7 +649,7 @@ __device__ void kdaScanBlock(const KdaParams<T> &p, int64_t h, int64_t seqStart,
 /// columns [v0, v1), in sub-blocks of 64 columns. Writes o for those
 /// columns and final_state[n, h, :, v0:v1]; initial_state may alias it.
 template <int kThreads, typename T>
-__device__ int32_t kdaStateScan(const KdaParams<T> &p, int64_t n, int64_t h,
+__device__ __noinline__ int32_t kdaStateScan(const KdaParams<T> &p, int64_t n, int64_t h,
                                 int64_t v0, int64_t v1, const float *workspace,
                                 char *smem) {
   if (n >= p.numSeqs)

@@ -398,7 +398,7 @@ mlaSplitGenericSmemBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
 /// Phase 0 task `slot` of `numSlots`: partial_o / partial_lse of every
 /// non-empty piece (slot, b) at piece index slot + b, nothing else.
 template <int kThreads, typename T>
-__device__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
+__device__ __noinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                             int64_t numSlots, float *partialO,
                             float *partialLse, char *smem) {
   const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
@@ -513,7 +513,7 @@ __device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b,
 /// Phase 1 task `task` of `numMergeTasks`: merges requests task,
 /// task + numMergeTasks, ... < batch; `numSlots` is phase 0's W.
 template <int kThreads, typename T>
-__device__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
+__device__ __noinline__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
                             int64_t numMergeTasks, int64_t numSlots,
                             const float *partialO, const float *partialLse,
                             char *smem) {
