@@ -139,3 +139,35 @@ loom.graph @kda target(#t) (
 func.func @role_attr() attributes {loom.r = #loom.role<cache>} {
   return
 }
+
+// -----
+
+// The task-level ops and #loom.partition, as the passes print them.
+#t = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1,
+                  smem_per_block = 1048576, regs_per_worker = 0,
+                  hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @program
+// CHECK:      loom.add {{.*}} {loom.op_id = 0 : i64, loom.partition = #loom.partition<tasks = [2, 1], params = [256, 3], cost_ns = [500, 600], scratch_bytes = 64>}
+// CHECK:      loom.program workers(2) mode(static) {
+// CHECK-NEXT:   loom.event 0 needs(2)
+// CHECK-NEXT:   loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(500)
+// CHECK-NEXT:   loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost(500)
+// CHECK-NEXT:   loom.task 2 op(0) phase(1) tile(0) waits [0] triggers [] cost(600)
+// CHECK-NEXT:   loom.worker 0 tasks [0, 2]
+// CHECK-NEXT:   loom.worker 1 tasks [1]
+// CHECK-NEXT: }
+// CHECK:      loom.program workers(4) mode(dynamic) {
+loom.graph @program target(#t) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+      {loom.op_id = 0 : i64, loom.partition = #loom.partition<tasks = [2, 1], params = [256, 3], cost_ns = [500, 600], scratch_bytes = 64>}
+  loom.program workers(2) mode(static) {
+    loom.event 0 needs(2)
+    loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(500)
+    loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost(500)
+    loom.task 2 op(0) phase(1) tile(0) waits [0] triggers [] cost(600)
+    loom.worker 0 tasks [0, 2]
+    loom.worker 1 tasks [1]
+  }
+  loom.program workers(4) mode(dynamic) {
+  }
+}
