@@ -4,7 +4,6 @@
 
 #include <cctype>
 #include <cstring>
-#include <limits>
 
 namespace loom {
 namespace rt {
@@ -114,31 +113,8 @@ Status checkBlockShape(const std::string &program, const BlockShape &shape,
 Status checkCoResidency(const std::string &program, const BlockShape &shape,
                         int blocksPerSm, int registers,
                         const CudaDeviceInfo &info) {
-  const int64_t fits = static_cast<int64_t>(blocksPerSm) * info.smCount;
-  if (blocksPerSm > 0 && fits >= shape.numWorkers)
-    return Status();
-  std::string why;
-  if (registers >= 0)
-    why = " (" + std::to_string(registers) + " registers per thread)";
-  return makeError(
-      LOOMRT_ERROR_RESOURCES, "program ", quoted(program), " needs ",
-      shape.numWorkers, " co-resident worker blocks (", shape.threadsPerBlock,
-      " threads and ", shape.dynamicSmemBytes,
-      " bytes of dynamic shared memory each", why, "), but ",
-      describeDevice(info), " holds only ", blocksPerSm, " per SM x ",
-      info.smCount, " SMs = ", fits,
-      " at once; a persistent kernel with blocks waiting to start deadlocks, "
-      "so it is not launched (schedule it for at most ",
-      fits, " workers, or use fewer threads or less shared memory)");
-}
-
-uint64_t timeoutCycles(uint32_t watchdogMs, int clockKHz) {
-  // Clock unknown: assume a fast one (a later backstop, never an earlier).
-  const uint64_t kHz = clockKHz > 0 ? static_cast<uint64_t>(clockKHz) : 4000000;
-  const uint64_t ms = 2 * static_cast<uint64_t>(watchdogMs);
-  if (ms > std::numeric_limits<uint64_t>::max() / kHz)
-    return std::numeric_limits<uint64_t>::max();
-  return ms * kHz;
+  return rt::checkCoResidency(program, shape, blocksPerSm, registers,
+                              describeDevice(info), info.smCount, "SM");
 }
 
 } // namespace cuda

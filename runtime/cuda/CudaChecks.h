@@ -4,13 +4,15 @@
 // so the unit tests can feed them any device: does the artifact's
 // architecture run on this device, does a worker block fit, do all the
 // worker blocks fit at once (a persistent kernel whose blocks are not all
-// resident deadlocks: the waiting blocks hold the SMs the producers need),
-// and how long may a wait spin on the device.
+// resident deadlocks: the waiting blocks hold the SMs the producers need).
+// How long a wait may spin on the device is deviceTimeoutCycles
+// (DeviceProgram.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_RUNTIME_CUDA_CUDACHECKS_H
 #define LOOM_RUNTIME_CUDA_CUDACHECKS_H
 
+#include "runtime/src/DeviceProgram.h"
 #include "runtime/src/Error.h"
 
 #include <cstddef>
@@ -52,11 +54,7 @@ Status checkArch(const std::string &artifact, const char *arch, CodeKind kind,
                  const CudaDeviceInfo &info);
 
 /// What a worker block of a program asks for.
-struct BlockShape {
-  int32_t numWorkers = 0;
-  int32_t threadsPerBlock = 0;
-  int32_t dynamicSmemBytes = 0;
-};
+using BlockShape = DeviceBlockShape;
 
 /// Threads and dynamic shared memory of one block against the device's
 /// limits (LOOMRT_ERROR_RESOURCES).
@@ -65,17 +63,11 @@ Status checkBlockShape(const std::string &program, const BlockShape &shape,
 
 /// All num_workers blocks must be resident at once: `blocksPerSm` (from the
 /// occupancy calculator) * SMs >= num_workers. `registers` (< 0: unknown)
-/// only helps the message explain a low occupancy.
+/// only helps the message explain a low occupancy. The shared
+/// rt::checkCoResidency (DeviceProgram.h) with this device's SMs.
 Status checkCoResidency(const std::string &program, const BlockShape &shape,
                         int blocksPerSm, int registers,
                         const CudaDeviceInfo &info);
-
-/// LoomKernelArgs::timeout_cycles for a watchdog of `watchdogMs`: twice the
-/// watchdog at the device's reported clock. The host watchdog (which looks at
-/// progress across all workers) fires first whenever someone synchronizes;
-/// the device's own per-wait limit is the backstop when nobody does. A
-/// slower actual clock only makes the backstop later.
-uint64_t timeoutCycles(uint32_t watchdogMs, int clockKHz);
 
 } // namespace cuda
 } // namespace rt

@@ -128,41 +128,6 @@ Status CudaContext::makeCurrent() const {
   return Status();
 }
 
-void CudaContext::trackAllocation(CUdeviceptr base, size_t bytes) {
-  std::lock_guard<std::mutex> lock(allocationsMu_);
-  allocations_[base] = bytes;
-}
-
-bool CudaContext::untrackAllocation(CUdeviceptr base) {
-  std::lock_guard<std::mutex> lock(allocationsMu_);
-  if (allocations_.erase(base) == 0)
-    return false;
-  allocationGeneration_.fetch_add(1, std::memory_order_acq_rel);
-  return true;
-}
-
-bool CudaContext::findAllocation(CUdeviceptr ptr, CUdeviceptr *base,
-                                 size_t *bytes) const {
-  std::lock_guard<std::mutex> lock(allocationsMu_);
-  auto it = allocations_.upper_bound(ptr);
-  if (it == allocations_.begin())
-    return false;
-  --it;
-  if (ptr >= it->first + it->second)
-    return false;
-  *base = it->first;
-  *bytes = it->second;
-  return true;
-}
-
-std::vector<CUdeviceptr> CudaContext::liveAllocations() const {
-  std::lock_guard<std::mutex> lock(allocationsMu_);
-  std::vector<CUdeviceptr> out;
-  for (const auto &a : allocations_)
-    out.push_back(a.first);
-  return out;
-}
-
 void CudaContext::markWedged(const std::string &why) {
   std::lock_guard<std::mutex> lock(wedgedMu_);
   if (!wedged_.load(std::memory_order_relaxed))

@@ -15,9 +15,9 @@
 
 #include "runtime/cuda/CudaChecks.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/src/DeviceProgram.h"
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -72,17 +72,9 @@ public:
 
   //--- What loomrt_malloc handed out ----------------------------------//
   // Kept here, not in the device, so a program can check that a binding
-  // fits inside its allocation.
-  void trackAllocation(CUdeviceptr base, size_t bytes);
-  /// False if `base` is not a live allocation.
-  bool untrackAllocation(CUdeviceptr base);
-  /// The allocation holding `ptr`, if loomrt_malloc made it.
-  bool findAllocation(CUdeviceptr ptr, CUdeviceptr *base, size_t *bytes) const;
-  std::vector<CUdeviceptr> liveAllocations() const;
-  /// Bumped by every free: a binding checked before may now dangle.
-  uint64_t allocationGeneration() const {
-    return allocationGeneration_.load(std::memory_order_acquire);
-  }
+  // fits inside its allocation (DeviceProgram.h).
+  DeviceAllocations &allocations() { return allocations_; }
+  const DeviceAllocations &allocations() const { return allocations_; }
 
   /// Set when a kernel did not exit after its abort flag: freeing memory or
   /// the context would wait for it forever, so nothing is freed any more.
@@ -102,9 +94,7 @@ private:
   CUcontext context_ = nullptr;
   std::mutex memoryMu_;
   CUstream memoryStream_ = nullptr;
-  mutable std::mutex allocationsMu_;
-  std::map<CUdeviceptr, size_t> allocations_;
-  std::atomic<uint64_t> allocationGeneration_{0};
+  DeviceAllocations allocations_;
   std::atomic<bool> wedged_{false};
   mutable std::mutex wedgedMu_;
   std::string wedgedReason_;

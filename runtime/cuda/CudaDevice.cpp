@@ -2,9 +2,9 @@
 
 #include "runtime/cuda/CudaDevice.h"
 
-#include "runtime/cuda/CudaArtifact.h"
 #include "runtime/cuda/CudaChecks.h"
 #include "runtime/cuda/CudaExecutor.h"
+#include "runtime/src/DeviceProgram.h"
 #include "runtime/src/Program.h"
 
 #include <cstring>
@@ -14,13 +14,6 @@ namespace rt {
 namespace cuda {
 
 namespace {
-
-/// ProgramTable insists on a run_task (host programs need one). A device
-/// program's bodies run inside its kernel, so the copy of its table gets
-/// this stand-in, which nothing calls.
-int32_t bodiesRunOnTheDevice(int32_t, const LoomBinding *, void *) {
-  return -1;
-}
 
 CUdeviceptr toDevice(const void *ptr) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr));
@@ -64,8 +57,8 @@ CudaDevice::~CudaDevice() {
   // cuMemFree waits for the device; under a wedged kernel it never returns.
   if (ctx_->wedged() || !ctx_->makeCurrent().ok())
     return;
-  for (CUdeviceptr ptr : ctx_->liveAllocations())
-    (void)ctx_->driver().cuMemFree(ptr);
+  for (uintptr_t ptr : ctx_->allocations().live())
+    (void)ctx_->driver().cuMemFree(static_cast<CUdeviceptr>(ptr));
 }
 
 Status CudaDevice::usable() const {
@@ -85,7 +78,7 @@ Status CudaDevice::allocate(size_t bytes, void **out) {
   if (CUresult r = ctx_->driver().cuMemAlloc(&ptr, bytes); r != CUDA_SUCCESS)
     return ctx_->fail(LOOMRT_ERROR_OUT_OF_MEMORY, r, "cannot allocate ", bytes,
                       " bytes");
-  ctx_->trackAllocation(ptr, bytes);
+  ctx_->allocations().track(static_cast<uintptr_t>(ptr), bytes);
   *out = reinterpret_cast<void *>(ptr);
   return Status();
 }
@@ -94,7 +87,7 @@ Status CudaDevice::release(void *ptr) {
   if (Status s = usable(); !s.ok())
     return s;
   CUdeviceptr dptr = toDevice(ptr);
-  if (!ctx_->untrackAllocation(dptr))
+  if (!ctx_->allocations().untrack(static_cast<uintptr_t>(dptr)))
     return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, ctx_->description(), ": ",
                      ptr, " was not allocated by this device (or was freed)");
   if (CUresult r = ctx_->driver().cuMemFree(dptr); r != CUDA_SUCCESS)
@@ -156,8 +149,8 @@ Status CudaDevice::loadProgram(const std::string &path, uint32_t flags,
                                std::unique_ptr<Program> *out) {
   if (Status s = usable(); !s.ok())
     return s;
-  std::shared_ptr<const CudaArtifact> artifact;
-  if (Status s = CudaArtifact::open(path, &artifact); !s.ok())
+  std::shared_ptr<const DeviceArtifact> artifact;
+  if (Status s = DeviceArtifact::open("cuda", path, &artifact); !s.ok())
     return s;
   const LoomDeviceProgram &p = artifact->program();
   const CudaDeviceInfo &info = ctx_->info();
@@ -165,10 +158,8 @@ Status CudaDevice::loadProgram(const std::string &path, uint32_t flags,
           path, p.arch, classifyCode(p.code_object, p.code_object_size), info);
       !s.ok())
     return s;
-  LoomProgramDesc desc = *p.program;
-  desc.run_task = bodiesRunOnTheDevice;
   std::shared_ptr<const ProgramTable> table;
-  if (Status s = ProgramTable::create(desc, path, flags, &table); !s.ok())
+  if (Status s = createDeviceTable(*artifact, flags, &table); !s.ok())
     return s;
   BlockShape shape{table->numWorkers(), p.threads_per_block,
                    p.dynamic_smem_bytes};

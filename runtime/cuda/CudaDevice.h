@@ -2,7 +2,8 @@
 //
 // Memory is cuMemAlloc'd device memory (pointers are CUdeviceptr values);
 // copies and fills run on the context's memory stream and return when done.
-// Programs are GPU artifacts (CudaArtifact) run by a CudaExecutor.
+// Programs are GPU artifacts (DeviceArtifact, runtime/src/DeviceProgram.h)
+// run by a CudaExecutor.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_RUNTIME_CUDA_CUDADEVICE_H

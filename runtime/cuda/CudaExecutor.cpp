@@ -3,14 +3,13 @@
 #include "runtime/cuda/CudaExecutor.h"
 
 #include "runtime/cuda/CudaChecks.h"
-#include "runtime/cuda/CudaWatchdog.h"
 #include "runtime/src/Binding.h"
+#include "runtime/src/DeviceWatchdog.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <limits>
-#include <thread>
 
 namespace loom {
 namespace rt {
@@ -20,37 +19,11 @@ namespace {
 
 size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
 
-/// How synchronize polls the stream. Back to back for the first 2 ms, so a
-/// decode-sized kernel (tens of microseconds to a few milliseconds) is seen
-/// done within a microsecond or two and back-to-back launches stay tight;
-/// then sleeps, doubling up to a cap that bounds how late synchronize
-/// returns for a long kernel without keeping a core busy.
-class Poller {
-public:
-  using Clock = std::chrono::steady_clock;
-  void pause() {
-    if (Clock::now() - start_ < kSpinFor) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleepUs_));
-    sleepUs_ = std::min(sleepUs_ * 2, kMaxSleepUs);
-  }
-
-private:
-  static constexpr std::chrono::milliseconds kSpinFor{2};
-  static constexpr int kMaxSleepUs = 200;
-  Clock::time_point start_ = Clock::now();
-  int sleepUs_ = 10;
-};
-
 } // namespace
 
 Status CudaExecutor::create(std::shared_ptr<CudaContext> context,
                             std::shared_ptr<const ProgramTable> table,
-                            std::shared_ptr<const CudaArtifact> artifact,
+                            std::shared_ptr<const DeviceArtifact> artifact,
                             std::unique_ptr<Executable> *out) {
   std::unique_ptr<CudaExecutor> executor(new CudaExecutor(
       std::move(context), std::move(table), std::move(artifact)));
@@ -63,7 +36,7 @@ Status CudaExecutor::create(std::shared_ptr<CudaContext> context,
 
 CudaExecutor::CudaExecutor(std::shared_ptr<CudaContext> context,
                            std::shared_ptr<const ProgramTable> table,
-                           std::shared_ptr<const CudaArtifact> artifact)
+                           std::shared_ptr<const DeviceArtifact> artifact)
     : ctx_(std::move(context)), table_(std::move(table)),
       artifact_(std::move(artifact)), numWorkers_(table_->numWorkers()) {}
 
@@ -227,7 +200,7 @@ Status CudaExecutor::allocate() {
   status_ = reinterpret_cast<volatile LoomWorkerStatus *>(bytes);
   abort_ = reinterpret_cast<volatile int32_t *>(bytes + abortOffset_);
   staging_ = reinterpret_cast<LoomBinding *>(bytes + stagingOffset);
-  resetStatus(status_, numWorkers_);
+  resetWorkerStatus(status_, numWorkers_);
 
   // Zeroed once. Launch e waits for e * needs and takes tickets from
   // (e - 1) * (num_tasks + num_workers), so no launch resets them.
@@ -268,64 +241,23 @@ CudaExecutor::~CudaExecutor() {
   // may use alive until the process exits, library and context included.
   if (wedged_ || ctx_->wedged()) {
     new std::shared_ptr<CudaContext>(ctx_);
-    new std::shared_ptr<const CudaArtifact>(artifact_);
+    new std::shared_ptr<const DeviceArtifact>(artifact_);
     return;
   }
   release();
 }
 
-Status CudaExecutor::checkBindings(const LoomBinding *bindings) {
-  const int32_t n = table_->numBuffers();
-  const uint64_t generation = ctx_->allocationGeneration();
-  if (checked_.size() == static_cast<size_t>(n) &&
-      checkedGeneration_ == generation &&
-      (n == 0 ||
-       std::memcmp(checked_.data(), bindings, n * sizeof(LoomBinding)) == 0))
-    return Status();
+std::string CudaExecutor::unknownPointer(const void *ptr) const {
   const CudaDriver &d = ctx_->driver();
-  for (int32_t i = 0; i < n; ++i) {
-    const LoomBufferDesc &b = table_->buffer(i);
-    const LoomBinding &binding = bindings[i];
-    const auto ptr =
-        static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(binding.data));
-    uint64_t bytes = loomrt_elem_bytes(b.elem);
-    std::string dims;
-    for (int32_t k = 0; k < b.rank; ++k) {
-      bytes *= static_cast<uint64_t>(binding.dims[k]);
-      dims += (k ? ", " : "") + std::to_string(binding.dims[k]);
-    }
-    auto fail = [&](const auto &...parts) {
-      return makeError(LOOMRT_ERROR_BINDING, "program ", quoted(table_->name()),
-                       " launch ", epoch_, ": buffer ", quoted(b.name),
-                       " (index ", i, ", ", formatShape(b), ") bound to ",
-                       binding.data, " with dims [", dims, "] (", bytes,
-                       " bytes) ", parts...);
-    };
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    if (ctx_->findAllocation(ptr, &base, &size)) {
-      if (ptr + bytes > base + size)
-        return fail("runs past the end of its allocation (", size,
-                    " bytes from ", reinterpret_cast<void *>(base), ")");
-      continue;
-    }
-    // Not from loomrt_malloc (e.g. another library's allocator): the driver
-    // must at least know it. Its extent is not checked: such allocations may
-    // be assembled from several mappings.
-    unsigned memoryType = 0;
-    if (d.cuPointerGetAttribute)
-      if (CUresult r = d.cuPointerGetAttribute(
-              &memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
-          r != CUDA_SUCCESS)
-        return fail("is not memory the CUDA driver knows (",
-                    cudaErrorText(d, r),
-                    "): bind memory from loomrt_malloc "
-                    "on ",
-                    ctx_->description());
-  }
-  checked_.assign(bindings, bindings + n);
-  checkedGeneration_ = generation;
-  return Status();
+  if (!d.cuPointerGetAttribute)
+    return std::string(); // cannot tell: let it through
+  unsigned memoryType = 0;
+  if (CUresult r = d.cuPointerGetAttribute(
+          &memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+          static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(ptr)));
+      r != CUDA_SUCCESS)
+    return cudaErrorText(d, r);
+  return std::string();
 }
 
 Status CudaExecutor::launch(const LaunchParams &params) {
@@ -345,13 +277,17 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   const LoomDeviceProgram &p = artifact_->program();
   epoch_ = params.epoch;
   watchdogMs_ = params.watchdogMs;
-  if (Status s = checkBindings(params.bindings); !s.ok())
+  if (Status s = bindingChecker_.check(
+          *table_, epoch_, params.bindings, ctx_->allocations(),
+          [this](const void *ptr) { return unknownPointer(ptr); },
+          "CUDA driver", ctx_->description());
+      !s.ok())
     return s;
-  timeoutCycles_ = timeoutCycles(watchdogMs_, ctx_->info().clockKHz);
+  timeoutCycles_ = deviceTimeoutCycles(watchdogMs_, ctx_->info().clockKHz);
 
   // The previous launch has ended (synchronize saw its stream idle), so the
   // mapped block and the staging copy are ours to rewrite.
-  resetStatus(status_, numWorkers_);
+  resetWorkerStatus(status_, numWorkers_);
   *abort_ = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (int32_t n = table_->numBuffers()) {
@@ -415,116 +351,43 @@ void CudaExecutor::raiseAbort() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-CudaExecutor::Watch CudaExecutor::watch() {
+WatchHooks CudaExecutor::hooks() {
   const CudaDriver &d = ctx_->driver();
-  Watch w;
-  std::vector<LoomWorkerStatus> now;
-  snapshotStatus(status_, numWorkers_, &now);
-  StallDetector detector;
-  detector.arm(watchdogMs_, now, Clock::now());
-  Clock::time_point abortedAt;
-  // Reading every record costs about a microsecond per hundred workers;
-  // once a millisecond is plenty for the watchdog and failed tasks, and keeps
-  // the back-to-back polls of a short kernel cheap.
-  constexpr auto kLookEvery = std::chrono::milliseconds(1);
-  Clock::time_point nextLook = Clock::now() + kLookEvery;
-  Poller poller;
-  for (;;) {
-    w.result = d.cuStreamQuery(stream_);
-    if (w.result != CUDA_ERROR_NOT_READY)
-      return w;
-    poller.pause();
-    Clock::time_point at = Clock::now();
-    if (w.aborted) {
-      // Waits leave at their next poll of the flag; only a task body can
-      // keep a worker longer. After another timeout, stop waiting for it.
-      if (at - abortedAt >= std::chrono::milliseconds(watchdogMs_)) {
-        w.stillRunning = true;
-        return w;
-      }
-      continue;
-    }
-    if (at < nextLook)
-      continue;
-    nextLook = at + kLookEvery;
-    snapshotStatus(status_, numWorkers_, &now);
-    // A failed body leaves its triggers undone: stop the workers waiting for
-    // them instead of letting the watchdog find them later.
-    if (anyTaskFailed(now)) {
-      raiseAbort();
-      w.aborted = true;
-      abortedAt = at;
-      continue;
-    }
-    if (detector.stalled(now, at)) {
-      // The report is what the workers were doing when the flag went up; as
-      // they leave they keep their records, but take it now regardless.
-      std::vector<uint64_t> counts = readCounts();
-      w.stallReport = describeStall(*table_, now, epoch_, watchdogMs_,
-                                    counts.empty() ? nullptr : &counts);
-      raiseAbort();
-      w.aborted = true;
-      abortedAt = at;
-    }
-  }
+  WatchHooks h;
+  h.busy = [this, &d] {
+    streamResult_ = d.cuStreamQuery(stream_);
+    return streamResult_ == CUDA_ERROR_NOT_READY;
+  };
+  h.raiseAbort = [this] { raiseAbort(); };
+  h.readCounts = [this] { return readCounts(); };
+  return h;
 }
 
-Status CudaExecutor::outcome(const Watch &w) {
+Status CudaExecutor::outcome(const LaunchWatch &w, const WatchHooks &hooks) {
   const CudaDriver &d = ctx_->driver();
   std::vector<LoomWorkerStatus> last;
-  snapshotStatus(status_, numWorkers_, &last);
+  snapshotWorkerStatus(status_, numWorkers_, &last);
 
-  // Only failures read the counters (a report's accuracy, not worth a copy
-  // on every successful launch).
-  auto counts = [&] { return readCounts(); };
   if (w.stillRunning) {
-    std::vector<uint64_t> now = counts();
-    std::string why =
-        "the kernel did not exit within " + std::to_string(watchdogMs_) +
-        " ms of the abort flag; its workers now:" +
-        describeWorkers(*table_, last, now.empty() ? nullptr : &now);
-    ctx_->markWedged(what() + ": " + why);
+    std::string why;
+    Status s = wedgedLaunchStatus(*table_, last, epoch_, w, watchdogMs_,
+                                  ctx_->description(), what(), hooks, &why);
+    ctx_->markWedged(why);
     wedged_ = true;
-    bool failed = anyTaskFailed(last);
-    std::string head =
-        failed ? describeFailures(*table_, last, epoch_) : w.stallReport;
-    return makeError(
-        failed ? LOOMRT_ERROR_TASK_FAILED : LOOMRT_ERROR_TIMEOUT, head, "\n",
-        why, "\n", ctx_->description(),
-        " is left running it: the program's memory is not freed and the "
-        "device refuses memory calls (restart the process)");
+    return s;
   }
-  if (w.result != CUDA_SUCCESS) {
-    // After a fault the counters usually cannot be read; the records can.
-    const bool sticky = isStickyCudaError(w.result);
-    std::vector<uint64_t> now = sticky ? std::vector<uint64_t>() : counts();
-    return makeError(
-        CudaContext::codeFor(LOOMRT_ERROR_DEVICE, w.result),
-        ctx_->description(), ": ", what(),
-        " failed: ", cudaErrorText(d, w.result),
-        sticky ? "; the device's context is unusable now "
-                 "(restart the process)"
-               : "",
-        "\n  workers when it stopped:",
-        describeWorkers(*table_, last, now.empty() ? nullptr : &now));
-  }
-  if (anyTaskFailed(last))
-    return Status(LOOMRT_ERROR_TASK_FAILED,
-                  describeFailures(*table_, last, epoch_));
-  // Every worker finished: a success, even if the flag went up just as the
-  // last task ended (no worker left early, so every count advanced).
-  if (allWorkersDone(last)) {
+  if (streamResult_ != CUDA_SUCCESS)
+    return failedLaunchStatus(
+        CudaContext::codeFor(LOOMRT_ERROR_DEVICE, streamResult_), *table_,
+        last, ctx_->description(), what(), cudaErrorText(d, streamResult_),
+        isStickyCudaError(streamResult_), hooks);
+  Status s = endedLaunchStatus(*table_, last, epoch_, w, timeoutCycles_, hooks);
+  if (s.ok()) {
     float ms = 0;
     if (timed_ && d.cuEventElapsedTime(&ms, start_, end_) == CUDA_SUCCESS)
       lastLaunchNs_ = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
-    return Status();
   }
-  if (w.aborted)
-    return Status(LOOMRT_ERROR_TIMEOUT, w.stallReport);
-  std::vector<uint64_t> now = counts();
-  return Status(LOOMRT_ERROR_TIMEOUT,
-                describeDeviceTimeout(*table_, last, epoch_, timeoutCycles_,
-                                      now.empty() ? nullptr : &now));
+  return s;
 }
 
 Status CudaExecutor::synchronize() {
@@ -534,7 +397,8 @@ Status CudaExecutor::synchronize() {
   inFlight_ = false;
   if (Status s = ctx_->makeCurrent(); !s.ok())
     return s;
-  return outcome(watch());
+  WatchHooks h = hooks();
+  return outcome(watchLaunch(*table_, status_, epoch_, watchdogMs_, h), h);
 }
 
 uint64_t CudaExecutor::eventCount(int32_t event) const {

@@ -10,16 +10,18 @@
 //
 // A launch is one cooperative launch of num_workers blocks on the program's
 // own stream, between two timing events. Synchronize polls the stream and
-// runs the watchdog on the mapped status records (CudaWatchdog.h); to stop
-// a stuck launch it raises the abort flag, which the kernel's waits check.
+// runs the shared watchdog (runtime/src/DeviceWatchdog.h) on the mapped
+// status records; to stop a stuck launch it raises the abort flag, which the
+// kernel's waits check.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_RUNTIME_CUDA_CUDAEXECUTOR_H
 #define LOOM_RUNTIME_CUDA_CUDAEXECUTOR_H
 
-#include "runtime/cuda/CudaArtifact.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/src/Backend.h"
+#include "runtime/src/DeviceProgram.h"
+#include "runtime/src/DeviceWatchdog.h"
 #include "runtime/src/ProgramTable.h"
 
 #include <chrono>
@@ -34,7 +36,7 @@ class CudaExecutor final : public Executable {
 public:
   static Status create(std::shared_ptr<CudaContext> context,
                        std::shared_ptr<const ProgramTable> table,
-                       std::shared_ptr<const CudaArtifact> artifact,
+                       std::shared_ptr<const DeviceArtifact> artifact,
                        std::unique_ptr<Executable> *out);
 
   /// Waits for the launch in flight, then frees the program's module, memory
@@ -50,29 +52,21 @@ public:
   uint64_t eventCount(int32_t event) const override;
 
 private:
-  using Clock = std::chrono::steady_clock;
-
   CudaExecutor(std::shared_ptr<CudaContext> context,
                std::shared_ptr<const ProgramTable> table,
-               std::shared_ptr<const CudaArtifact> artifact);
+               std::shared_ptr<const DeviceArtifact> artifact);
   Status load();
-  /// Each binding must be device-usable memory and, when loomrt_malloc made
-  /// it, fit its allocation: a kernel reading past it corrupts silently, and
-  /// a host pointer faults the whole context.
-  Status checkBindings(const LoomBinding *bindings);
+  /// For the binding check (DeviceBindingChecker): "" when the driver knows
+  /// `ptr` (or cannot be asked), else the driver's error.
+  std::string unknownPointer(const void *ptr) const;
   Status loadKernel();
   Status allocate();
   void release();
 
-  /// What the watchdog saw while the kernel ran.
-  struct Watch {
-    CUresult result = CUDA_SUCCESS; // cuStreamQuery's last answer
-    bool aborted = false;           // the abort flag was raised
-    bool stillRunning = false;      // ... and the kernel did not exit
-    std::string stallReport;        // set when the watchdog raised it
-  };
-  Watch watch();
-  Status outcome(const Watch &w);
+  /// How the shared watchdog (DeviceWatchdog.h) polls this launch's
+  /// stream; busy() keeps cuStreamQuery's last answer in streamResult_.
+  WatchHooks hooks();
+  Status outcome(const LaunchWatch &w, const WatchHooks &hooks);
   void raiseAbort();
   /// The event counters now, for a report; empty if they cannot be read
   /// (after a fault). The memory stream does not wait for the kernel.
@@ -83,7 +77,7 @@ private:
 
   std::shared_ptr<CudaContext> ctx_;
   std::shared_ptr<const ProgramTable> table_;
-  std::shared_ptr<const CudaArtifact> artifact_;
+  std::shared_ptr<const DeviceArtifact> artifact_;
   const int32_t numWorkers_;
 
   CUmodule module_ = nullptr;
@@ -102,11 +96,11 @@ private:
   LoomBinding *staging_ = nullptr;
   size_t abortOffset_ = 0;
 
-  // The bindings checkBindings last passed, and the allocation generation
-  // then: launches with the same bindings skip the driver queries.
-  std::vector<LoomBinding> checked_;
-  uint64_t checkedGeneration_ = 0;
+  // Each binding must be device-usable memory and, when loomrt_malloc made
+  // it, fit its allocation; bindings that passed skip the driver queries.
+  DeviceBindingChecker bindingChecker_;
 
+  CUresult streamResult_ = CUDA_SUCCESS; // cuStreamQuery's last answer
   bool inFlight_ = false;
   bool timed_ = false; // both timing events of the launch were recorded
   bool wedged_ = false;

@@ -2,7 +2,7 @@
 //
 // Three layers, so most of the backend is tested on machines without a GPU:
 //
-//  * Pure decisions (CudaChecks, CudaWatchdog): arch against compute
+//  * Pure decisions (CudaChecks, DeviceWatchdog): arch against compute
 //    capability, block shape and co-residency, the device-side timeout, the
 //    watchdog's reading of LoomWorkerStatus records and its reports.
 //  * The whole backend through the C API on a fake driver
@@ -20,7 +20,7 @@
 #include "loom/loomrt.hpp"
 #include "runtime/cuda/CudaChecks.h"
 #include "runtime/cuda/CudaDriver.h"
-#include "runtime/cuda/CudaWatchdog.h"
+#include "runtime/src/DeviceWatchdog.h"
 #include "runtime/src/ProgramTable.h"
 #include "tests/unit/RuntimeCudaFake.h"
 
@@ -197,11 +197,11 @@ TEST(CudaChecks, AllWorkersMustBeResident) {
 }
 
 TEST(CudaChecks, DeviceTimeoutIsTwiceTheWatchdog) {
-  EXPECT_EQ(timeoutCycles(10000, 1980000), 2ull * 10000 * 1980000);
-  EXPECT_EQ(timeoutCycles(100, 1000000), 200000000ull);
+  EXPECT_EQ(deviceTimeoutCycles(10000, 1980000), 2ull * 10000 * 1980000);
+  EXPECT_EQ(deviceTimeoutCycles(100, 1000000), 200000000ull);
   // Unknown clock: a fast one, so the backstop is late rather than early.
-  EXPECT_EQ(timeoutCycles(1, 0), 2ull * 4000000);
-  EXPECT_EQ(timeoutCycles(UINT32_MAX, INT32_MAX),
+  EXPECT_EQ(deviceTimeoutCycles(1, 0), 2ull * 4000000);
+  EXPECT_EQ(deviceTimeoutCycles(UINT32_MAX, INT32_MAX),
             2ull * UINT32_MAX * INT32_MAX);
 }
 
@@ -255,8 +255,8 @@ LoomWorkerStatus record(int32_t task, int32_t event, uint64_t seen = 0,
 TEST(CudaWatchdog, ReportNamesWhatEachWorkerWaitsFor) {
   auto table = smallTable();
   std::vector<LoomWorkerStatus> status = {record(1, 0, 6, 7), record(2, -1),
-                                          record(kStatusDone, -1),
-                                          record(kStatusNotStarted, -1)};
+                                          record(kWorkerDone, -1),
+                                          record(kWorkerNotStarted, -1)};
   EXPECT_EQ(describeStall(*table, status, 7, 200),
             "program 'small' launch 7 stopped by the watchdog: no worker's "
             "status changed for 200 ms\n"
@@ -268,7 +268,7 @@ TEST(CudaWatchdog, ReportNamesWhatEachWorkerWaitsFor) {
             "that needed no wait)");
   // Ids the kernel wrote are not trusted to index the table.
   status = {record(9, 0, 0, 1), record(1, 5, 0, 1), record(-7, -1),
-            record(kStatusDone, -1)};
+            record(kWorkerDone, -1)};
   EXPECT_EQ(describeWorkers(*table, status),
             "\n  worker 0: task id 9 (not a task of this program) waits for "
             "event 0: count 0, needs 1"
@@ -318,8 +318,8 @@ TEST(CudaWatchdog, CountersShowWhichWaitsAreOver) {
   // wait the counters show satisfied is stale.
   auto table = smallTable();
   std::vector<LoomWorkerStatus> status = {
-      record(1, 0, 0, 1), record(2, 1, 0, 2), record(kStatusDone, -1),
-      record(kStatusDone, -1)};
+      record(1, 0, 0, 1), record(2, 1, 0, 2), record(kWorkerDone, -1),
+      record(kWorkerDone, -1)};
   std::vector<uint64_t> counts = {1, 1};
   EXPECT_EQ(describeStall(*table, status, 1, 50, &counts),
             "program 'small' launch 1 stopped by the watchdog: no worker's "
@@ -333,7 +333,7 @@ TEST(CudaWatchdog, CountersShowWhichWaitsAreOver) {
 
 TEST(CudaWatchdog, FailuresAndCompletion) {
   auto table = smallTable();
-  std::vector<LoomWorkerStatus> done(4, record(kStatusDone, -1));
+  std::vector<LoomWorkerStatus> done(4, record(kWorkerDone, -1));
   EXPECT_TRUE(allWorkersDone(done));
   EXPECT_FALSE(anyTaskFailed(done));
   EXPECT_EQ(describeFailures(*table, done, 1), "");
@@ -353,7 +353,7 @@ TEST(CudaWatchdog, FailuresAndCompletion) {
             "\n  worker 3: task 't#2[0]' (id 2) failed with code -1"
             "\n  (2 other workers finished their tasks)");
 
-  std::vector<LoomWorkerStatus> silent(4, record(kStatusNotStarted, -1));
+  std::vector<LoomWorkerStatus> silent(4, record(kWorkerNotStarted, -1));
   EXPECT_TRUE(noWorkerReported(silent));
   EXPECT_FALSE(noWorkerReported(done));
   EXPECT_EQ(describeDeviceTimeout(*table, silent, 2, 1000),
@@ -375,19 +375,19 @@ TEST(CudaWatchdog, FailuresAndCompletion) {
 
 TEST(CudaWatchdog, ResetAndSnapshot) {
   std::vector<LoomWorkerStatus> live(3, record(5, 6, 7, 8, 9));
-  resetStatus(live.data(), 3);
+  resetWorkerStatus(live.data(), 3);
   std::vector<LoomWorkerStatus> copy;
-  snapshotStatus(live.data(), 3, &copy);
+  snapshotWorkerStatus(live.data(), 3, &copy);
   ASSERT_EQ(copy.size(), 3u);
   for (const LoomWorkerStatus &s : copy) {
-    EXPECT_EQ(s.task, kStatusNotStarted);
+    EXPECT_EQ(s.task, kWorkerNotStarted);
     EXPECT_EQ(s.event, -1);
     EXPECT_EQ(s.seen, 0u);
     EXPECT_EQ(s.needed, 0u);
     EXPECT_EQ(s.error, 0);
   }
   live[1] = record(2, 1, 3, 4);
-  snapshotStatus(live.data(), 3, &copy);
+  snapshotWorkerStatus(live.data(), 3, &copy);
   EXPECT_EQ(copy[1].task, 2);
   EXPECT_EQ(copy[1].seen, 3u);
 }
