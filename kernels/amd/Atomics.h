@@ -1,4 +1,4 @@
-//===- Atomics.h - The gfx950 memory model of Loom's events ------*- HIP -*-===//
+//===- Atomics.h - The gfx950 memory model of Loom's events --- -*- C++ -*-===//
 //
 // Written down once; the interpreter loop (Interpreter.h) is the only user.
 //
@@ -92,8 +92,7 @@ namespace amd {
 /// Relaxed agent-scope load of an event counter (a poll).
 __device__ __forceinline__ unsigned long long
 loadRelaxedAgent(const unsigned long long *p) {
-  return __hip_atomic_load(gptr(p), __ATOMIC_RELAXED,
-                           __HIP_MEMORY_SCOPE_AGENT);
+  return __hip_atomic_load(gptr(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 
 /// Acquire agent-scope load: the load then buffer_inv sc1. Unused by the
@@ -101,8 +100,7 @@ loadRelaxedAgent(const unsigned long long *p) {
 /// between workgroups themselves.
 __device__ __forceinline__ unsigned long long
 loadAcquireAgent(const unsigned long long *p) {
-  return __hip_atomic_load(gptr(p), __ATOMIC_ACQUIRE,
-                           __HIP_MEMORY_SCOPE_AGENT);
+  return __hip_atomic_load(gptr(p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
 
 /// The acquire half: after the last poll of a task's waits.

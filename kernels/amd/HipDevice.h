@@ -1,10 +1,11 @@
-//===- HipDevice.h - Loom's own small gfx950 device header ------*- HIP -*-===//
+//===- HipDevice.h - Loom's own small gfx950 device header ---- -*- C++ -*-===//
 //
 // Everything the AMD task bodies and the interpreter loop need from the
 // device, without ROCm headers: the compile line is
 //
 //   clang++-22 -x hip --offload-arch=gfx950 -nogpuinc -nogpulib \
-//              --cuda-device-only --no-gpu-bundle-output -O3 -std=c++17 -I<repo>
+//              --cuda-device-only --no-gpu-bundle-output -O3 -std=c++17
+//              -I<repo>
 //
 // so there is no hip_runtime.h, no device libraries (ocml/ockl) and no
 // libcalls: every math function used here is a clang builtin that the AMDGPU
@@ -34,7 +35,8 @@
 #define LOOM_KERNELS_AMD_HIPDEVICE_H
 
 #if !defined(__HIP__)
-#error "kernels/amd/*.h is HIP device code: compile with clang++ -x hip --offload-arch=gfx950 --cuda-device-only"
+#error                                                                         \
+    "kernels/amd/*.h is HIP device code: compile with clang++ -x hip --offload-arch=gfx950 --cuda-device-only"
 #endif
 
 #include "kernels/common/Numerics.h"
@@ -240,7 +242,9 @@ __device__ __forceinline__ void syncThreads() {
 /// counts both on vmcnt) have completed. A hard wait: the compiler keeps it
 /// even where its own scoreboard sees nothing outstanding. Encoding (gfx9):
 /// vmcnt [3:0]+[15:14] = 0, expcnt [6:4] = 7, lgkmcnt [11:8] = 15.
-__device__ __forceinline__ void waitVmem() { __builtin_amdgcn_s_waitcnt(0x0F70); }
+__device__ __forceinline__ void waitVmem() {
+  __builtin_amdgcn_s_waitcnt(0x0F70);
+}
 
 /// Dynamic LDS of this dispatch in bytes: the packet's group_segment_size
 /// (static + dynamic, what the runtime allocated) minus this kernel's static
@@ -288,16 +292,16 @@ __device__ __forceinline__ void sleepLevel(int level) {
 
 namespace dpp {
 /// DPP controls (GFX9 encoding of the dpp_ctrl field).
-constexpr int kQuadXor1 = 0xB1;      // quad_perm:[1,0,3,2]
-constexpr int kQuadXor2 = 0x4E;      // quad_perm:[2,3,0,1]
+constexpr int kQuadXor1 = 0xB1;       // quad_perm:[1,0,3,2]
+constexpr int kQuadXor2 = 0x4E;       // quad_perm:[2,3,0,1]
 constexpr int kRowHalfMirror = 0x141; // lane i <- lane 7-i within 8 lanes
 constexpr int kRowMirror = 0x140;     // lane i <- lane 15-i within 16 lanes
 } // namespace dpp
 
 template <int kCtrl> __device__ __forceinline__ float dppMov(float v) {
-  return __builtin_bit_cast(
-      float, __builtin_amdgcn_mov_dpp(__builtin_bit_cast(int, v), kCtrl, 0xF,
-                                      0xF, false));
+  return __builtin_bit_cast(float,
+                            __builtin_amdgcn_mov_dpp(__builtin_bit_cast(int, v),
+                                                     kCtrl, 0xF, 0xF, false));
 }
 template <int kCtrl> __device__ __forceinline__ int dppMov(int v) {
   return __builtin_amdgcn_mov_dpp(v, kCtrl, 0xF, 0xF, false);
@@ -323,8 +327,8 @@ __device__ __forceinline__ int permuteXor32(int v) {
 }
 /// The value of lane `src` (any lane of the wave).
 __device__ __forceinline__ float shuffle(float v, int src) {
-  return __builtin_bit_cast(
-      float, __builtin_amdgcn_ds_bpermute(src << 2, __builtin_bit_cast(int, v)));
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(
+                                       src << 2, __builtin_bit_cast(int, v)));
 }
 __device__ __forceinline__ int shuffle(int v, int src) {
   return __builtin_amdgcn_ds_bpermute(src << 2, v);
@@ -457,7 +461,6 @@ typedef float f32x4 __attribute__((ext_vector_type(4)));
 typedef float f32x2 __attribute__((ext_vector_type(2)));
 typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
 typedef _Float16 f16x8 __attribute__((ext_vector_type(8)));
-
 
 __device__ __forceinline__ bool isAligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;

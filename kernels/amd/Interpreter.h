@@ -1,4 +1,4 @@
-//===- Interpreter.h - The persistent worker loop for gfx950 -----*- HIP -*-===//
+//===- Interpreter.h - The persistent worker loop for gfx950 -- -*- C++ -*-===//
 //
 // One workgroup per worker (one per CU), all co-resident
 // (hipModuleLaunchCooperativeKernel). Each workgroup walks its task list
@@ -102,9 +102,10 @@ __device__ __forceinline__ void raiseAbort(const LoomKernelArgs &args) {
 
 /// Thread 0: waits until `event` reaches `needed`. Returns 0, or
 /// kWorkerAborted / kWorkerTimedOut after publishing the status.
-__device__ __forceinline__ int32_t
-awaitEvent(const LoomKernelArgs &args, LoomWorkerStatus *status, int32_t task,
-           int32_t event, unsigned long long needed) {
+__device__ __forceinline__ int32_t awaitEvent(const LoomKernelArgs &args,
+                                              LoomWorkerStatus *status,
+                                              int32_t task, int32_t event,
+                                              unsigned long long needed) {
   const unsigned long long *counter = args.events + event;
   unsigned long long seen = loadRelaxedAgent(counter);
   if (seen >= needed)
@@ -188,11 +189,10 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
     st.triggerBegin = triggerBegin;
     st.triggerEvents = triggerEvents;
     st.eventNeeds = eventNeeds;
-    st.ticketBase =
-        (args.epoch - 1) *
-        static_cast<unsigned long long>(numTasks + int32_t(gridDimX()));
-    st.pos = dynamic ? 0 : workerBegin[worker];
-    st.end = dynamic ? 0 : workerBegin[worker + 1];
+    st.ticketBase = (args.epoch - 1) * static_cast<unsigned long long>(
+                                           numTasks + int32_t(gridDimX()));
+    st.pos = dynamic ? 0 : *gptr(workerBegin + worker);
+    st.end = dynamic ? 0 : *gptr(workerBegin + worker + 1);
     st.numTasks = numTasks;
     st.numEvents = numEvents;
     st.dynamic = dynamic;
@@ -211,15 +211,17 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
         const unsigned long long ticket =
             fetchAddRelaxedAgent(a.events + st.numEvents, 1) - st.ticketBase;
         if (ticket < static_cast<unsigned long long>(st.numTasks))
-          task = st.workerTasks[ticket];
+          task = *gptr(st.workerTasks + ticket);
       } else if (st.pos < st.end) {
-        task = st.workerTasks[st.pos];
+        task = *gptr(st.workerTasks + st.pos);
         st.pos = st.pos + 1;
       }
       int32_t wait = 0;
       if (task >= 0) {
-        const int32_t *waitBeginT = st.waitBegin, *waitEventsT = st.waitEvents,
-                      *needsT = st.eventNeeds;
+        // The tables are in device memory: global_load (gptr), not flat.
+        const LOOM_GLOBAL int32_t *waitBeginT = gptr(st.waitBegin),
+                                  *waitEventsT = gptr(st.waitEvents),
+                                  *needsT = gptr(st.eventNeeds);
         for (int32_t i = waitBeginT[task]; i < waitBeginT[task + 1] && !wait;
              ++i) {
           const int32_t e = waitEventsT[i];
@@ -268,8 +270,8 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
       return;
     }
     if (leader) {
-      const int32_t *triggerBeginT = st.triggerBegin,
-                    *triggerEventsT = st.triggerEvents;
+      const LOOM_GLOBAL int32_t *triggerBeginT = gptr(st.triggerBegin),
+                                *triggerEventsT = gptr(st.triggerEvents);
       const int32_t tb = triggerBeginT[task], te = triggerBeginT[task + 1];
       if (tb < te) {
         unsigned long long *events = st.args.events;

@@ -86,8 +86,8 @@ __device__ __forceinline__ void report(int32_t *err, int32_t e) {
 }
 
 LOOM_TEST_KERNEL(loom_body_rmsnorm)(DecArgs a) {
-  report(a.err, g::rmsnormRows<kThreads>(a.x, a.w, a.y, a.D, 1e-5f, a.n0, a.n1,
-                                         lds));
+  report(a.err,
+         g::rmsnormRows<kThreads>(a.x, a.w, a.y, a.D, 1e-5f, a.n0, a.n1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_linear_tile)(DecArgs a) {
   report(a.err, g::linearTile<kThreads>(a.x, a.w, a.res, a.y, a.M, a.K, a.N,
@@ -98,8 +98,8 @@ LOOM_TEST_KERNEL(loom_body_linear_partial)(DecArgs a) {
                                            a.n1, a.k0, a.k1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_linear_reduce)(DecArgs a) {
-  report(a.err, g::linearReduce<kThreads>(a.ws, a.S, a.M * a.N, a.res, a.y,
-                                          a.M, a.N, a.n0, a.n1, lds));
+  report(a.err, g::linearReduce<kThreads>(a.ws, a.S, a.M * a.N, a.res, a.y, a.M,
+                                          a.N, a.n0, a.n1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_rope)(DecArgs a) {
   report(a.err, g::rope<kThreads>(a.x, a.pos, a.y, a.H, a.D, a.D, 5e5f, a.n0,
@@ -110,10 +110,10 @@ LOOM_TEST_KERNEL(loom_body_kv_append)(DecArgs a) {
                                       a.D, a.P, a.n0, a.n1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_gqa_split)(DecArgs a) {
-  report(a.err, g::gqaDecodeSplit<kThreads>(
-                    a.x, a.k, a.v, a.indptr, a.indices, a.lens, a.ws, a.M, a.M,
-                    a.H * 4, a.H, a.D, a.D, a.P, a.S, 0.088f, a.b, a.hk, a.s,
-                    lds));
+  report(a.err,
+         g::gqaDecodeSplit<kThreads>(a.x, a.k, a.v, a.indptr, a.indices, a.lens,
+                                     a.ws, a.M, a.M, a.H * 4, a.H, a.D, a.D,
+                                     a.P, a.S, 0.088f, a.b, a.hk, a.s, lds));
 }
 LOOM_TEST_KERNEL(loom_body_gqa_merge)(DecArgs a) {
   report(a.err, g::gqaDecodeMerge<kThreads>(a.ws, a.y, a.M, a.M, a.H * 4, a.H,
@@ -143,19 +143,19 @@ template <typename T> struct MlaArgs {
 LOOM_TEST_KERNEL(loom_body_mla_split)(MlaArgs<bf16> a) {
   float *partialLse = a.ws + g::mlaPartialOFloats(a.slots, a.maxBatch,
                                                   a.p.numHeads, a.p.dimCkv);
-  report(a.err, g::mlaSplit<kThreads>(a.p, a.slot, a.slots, a.ws, partialLse,
-                                      lds));
+  report(a.err,
+         g::mlaSplit<kThreads>(a.p, a.slot, a.slots, a.ws, partialLse, lds));
 }
 LOOM_TEST_KERNEL(loom_body_mla_split_f16)(MlaArgs<f16> a) {
   float *partialLse = a.ws + g::mlaPartialOFloats(a.slots, a.maxBatch,
                                                   a.p.numHeads, a.p.dimCkv);
-  report(a.err, g::mlaSplit<kThreads>(a.p, a.slot, a.slots, a.ws, partialLse,
-                                      lds));
+  report(a.err,
+         g::mlaSplit<kThreads>(a.p, a.slot, a.slots, a.ws, partialLse, lds));
 }
 LOOM_TEST_KERNEL(loom_body_mla_merge)(MlaArgs<bf16> a) {
-  const float *partialLse = a.ws + g::mlaPartialOFloats(
-                                       a.slots, a.maxBatch, a.p.numHeads,
-                                       a.p.dimCkv);
+  const float *partialLse =
+      a.ws +
+      g::mlaPartialOFloats(a.slots, a.maxBatch, a.p.numHeads, a.p.dimCkv);
   report(a.err, g::mlaMerge<kThreads>(a.p, a.task, a.merges, a.slots, a.ws,
                                       partialLse, lds));
 }
@@ -192,7 +192,8 @@ __device__ int32_t dEventNeeds[3] = {1, 1, 1};
 __device__ int32_t dTaskFunction[16];
 __device__ int32_t dTaskTile[16];
 
-template <typename T> __device__ __forceinline__ T *bind(const LoomBinding *b, int i) {
+template <typename T>
+__device__ __forceinline__ T *bind(const LoomBinding *b, int i) {
   return static_cast<T *>(b[i].data);
 }
 
@@ -218,19 +219,17 @@ __device__ __forceinline__ int32_t decoderTask(int32_t task,
   case 2: {
     const int64_t s = tile % 4, k0 = s * 3584, k1 = k0 + 3584;
     return g::linearPartial<kThreads>(
-        bind<bf16>(b, 5), bind<bf16>(b, 6), reinterpret_cast<float *>(ws),
-        m, 14336, 4096, (tile / 4) * 64, (tile / 4) * 64 + 64, k0, k1, l);
+        bind<bf16>(b, 5), bind<bf16>(b, 6), reinterpret_cast<float *>(ws), m,
+        14336, 4096, (tile / 4) * 64, (tile / 4) * 64 + 64, k0, k1, l);
   }
   case 3:
-    return g::linearReduce<kThreads>(reinterpret_cast<float *>(ws), 4,
-                                     32 * 4096, bind<bf16>(b, 0),
-                                     bind<bf16>(b, 0), m, 4096, tile * 64,
-                                     tile * 64 + 64, l);
+    return g::linearReduce<kThreads>(
+        reinterpret_cast<float *>(ws), 4, 32 * 4096, bind<bf16>(b, 0),
+        bind<bf16>(b, 0), m, 4096, tile * 64, tile * 64 + 64, l);
   case 4:
-    return g::rope<kThreads>(bind<bf16>(b, 4), bind<int32_t>(b, 7),
-                             bind<bf16>(b, 4), 32, 128, 128, 5e5f, tile * 32,
-                             tile * 32 + 32 < m * 32 ? tile * 32 + 32 : m * 32,
-                             l);
+    return g::rope<kThreads>(
+        bind<bf16>(b, 4), bind<int32_t>(b, 7), bind<bf16>(b, 4), 32, 128, 128,
+        5e5f, tile * 32, tile * 32 + 32 < m * 32 ? tile * 32 + 32 : m * 32, l);
   case 5:
     return g::kvAppend<kThreads>(bind<bf16>(b, 4), bind<bf16>(b, 8),
                                  bind<int32_t>(b, 9), bind<bf16>(b, 10),
@@ -247,12 +246,9 @@ __device__ __forceinline__ int32_t decoderTask(int32_t task,
                                        bind<bf16>(b, 15), m, 32, 32, 8, 128, 8,
                                        tile / 8, tile % 8, l);
   case 8:
-    return g::siluMul<kThreads>(bind<bf16>(b, 5), bind<bf16>(b, 6),
-                                bind<bf16>(b, 5), tile * 4096,
-                                tile * 4096 + 4096 < m * 14336
-                                    ? tile * 4096 + 4096
-                                    : m * 14336,
-                                l);
+    return g::siluMul<kThreads>(
+        bind<bf16>(b, 5), bind<bf16>(b, 6), bind<bf16>(b, 5), tile * 4096,
+        tile * 4096 + 4096 < m * 14336 ? tile * 4096 + 4096 : m * 14336, l);
   case 9:
     return g::add<kThreads>(bind<bf16>(b, 0), bind<bf16>(b, 2),
                             bind<bf16>(b, 0), tile * 4096, tile * 4096 + 4096,

@@ -1,4 +1,4 @@
-//===- DecoderBodies.h - gfx950 task bodies of the decoder ops ---*- HIP -*-===//
+//===- DecoderBodies.h - gfx950 task bodies of the decoder ops  -*- C++ -*-===//
 //
 // Workgroup-cooperative versions of kernels/host/DecoderBodies.h for MI350X
 // (gfx950, wave64). Each body takes the host body's parameters, in the same
@@ -68,9 +68,9 @@ __device__ __forceinline__ void copyRow(const TS *src, TD *dst, int64_t n) {
     const int64_t bytes = n * int64_t(sizeof(TS));
     if (bytes % 16 == 0 && am::isAligned16(src) && am::isAligned16(dst)) {
       for (int64_t i = tid; i < bytes / 16; i += kThreads)
-        am::stGlobal16(reinterpret_cast<char *>(dst) + 16 * i,
-                       am::ldGlobal16(reinterpret_cast<const char *>(src) +
-                                      16 * i));
+        am::stGlobal16(
+            reinterpret_cast<char *>(dst) + 16 * i,
+            am::ldGlobal16(reinterpret_cast<const char *>(src) + 16 * i));
       return;
     }
   } else {
@@ -93,7 +93,8 @@ __device__ __forceinline__ void copyRow(const TS *src, TD *dst, int64_t n) {
 //===----------------------------------------------------------------------===//
 
 /// None: the workgroup reduction's scratch is static LDS.
-template <int kThreads> __host__ __device__ constexpr int64_t rmsnormLdsBytes() {
+template <int kThreads>
+__host__ __device__ constexpr int64_t rmsnormLdsBytes() {
   return 0;
 }
 
@@ -229,8 +230,8 @@ __device__ __forceinline__ am::u32x4 maskChunk(am::u32x4 v, int k, int kLo,
 /// `edge` (workgroup-uniform) says the block may straddle kLo or kHi.
 /// kStream: non-temporal loads (weights, read once).
 template <bool kStream, typename T>
-__device__ __forceinline__ void loadChunks(const T *row, int kb, int g,
-                                           int kLo, int kHi, bool edge,
+__device__ __forceinline__ void loadChunks(const T *row, int kb, int g, int kLo,
+                                           int kHi, bool edge,
                                            am::u32x4 (&out)[4]) {
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
@@ -332,9 +333,8 @@ __device__ __forceinline__ void storeTile(const Out &out, am::f32x4 acc,
 /// MFMA path of linearTile / linearPartial over k range [k0, k1).
 template <int kThreads, typename T, typename Out>
 __device__ __forceinline__ void
-linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0,
-           int64_t n1, int64_t k0, int64_t k1, const Out &out, char *lds,
-           bool ldsOk) {
+linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0, int64_t n1,
+           int64_t k0, int64_t k1, const Out &out, char *lds, bool ldsOk) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   const int wave = am::waveId(), lane = am::laneId();
   const int nTiles = int(ceilDiv(n1 - n0, 16));
@@ -409,10 +409,9 @@ linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0,
 /// Plain path (any types): a wave per output column, lanes over k, a wave
 /// reduction per row of x.
 template <int kThreads, typename TIn, typename TW, typename Out>
-__device__ __forceinline__ void linearPlain(const TIn *x, const TW *w,
-                                            int64_t M, int64_t K, int64_t n0,
-                                            int64_t n1, int64_t k0, int64_t k1,
-                                            const Out &out) {
+__device__ __forceinline__ void
+linearPlain(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
+            int64_t n1, int64_t k0, int64_t k1, const Out &out) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   const int lane = am::laneId();
   for (int64_t n = n0 + am::waveId(); n < n1; n += kWaves) {
@@ -428,10 +427,9 @@ __device__ __forceinline__ void linearPlain(const TIn *x, const TW *w,
 }
 
 template <int kThreads, typename TIn, typename TW, typename Out>
-__device__ __forceinline__ void linearAny(const TIn *x, const TW *w, int64_t M,
-                                          int64_t K, int64_t n0, int64_t n1,
-                                          int64_t k0, int64_t k1,
-                                          const Out &out, char *lds) {
+__device__ __forceinline__ void
+linearAny(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
+          int64_t n1, int64_t k0, int64_t k1, const Out &out, char *lds) {
   if (n0 >= n1 || M <= 0)
     return;
   if constexpr (std::is_same_v<TIn, TW> && am::kIs16Bit<TIn>) {
@@ -450,10 +448,9 @@ __device__ __forceinline__ void linearAny(const TIn *x, const TW *w, int64_t M,
 /// m < M (runtime rows) and n in [n0, n1). `residual` may be null, or alias
 /// `y` (each element is read just before the same lane overwrites it).
 template <int kThreads, typename TIn, typename TW, typename TOut>
-__device__ __forceinline__ int32_t
-linearTile(const TIn *x, const TW *w, const detail::NoDeduceT<TOut> *residual,
-           TOut *y, int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1,
-           char *lds) {
+__device__ __forceinline__ int32_t linearTile(
+    const TIn *x, const TW *w, const detail::NoDeduceT<TOut> *residual, TOut *y,
+    int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1, char *lds) {
   detail::linearAny<kThreads>(x, w, M, K, n0, n1, 0, K,
                               detail::LinearStore<TOut>{residual, y, N}, lds);
   return am::kBodyOk;
@@ -462,10 +459,9 @@ linearTile(const TIn *x, const TW *w, const detail::NoDeduceT<TOut> *residual,
 /// Split-K phase 0: the fp32 partial product over K range [k0, k1) for
 /// columns [n0, n1) and all m < M; element (m, n) is partial[m * N + n].
 template <int kThreads, typename TIn, typename TW>
-__device__ __forceinline__ int32_t
-linearPartial(const TIn *x, const TW *w, float *partial, int64_t M, int64_t K,
-              int64_t N, int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-              char *lds) {
+__device__ __forceinline__ int32_t linearPartial(
+    const TIn *x, const TW *w, float *partial, int64_t M, int64_t K, int64_t N,
+    int64_t n0, int64_t n1, int64_t k0, int64_t k1, char *lds) {
   detail::linearAny<kThreads>(x, w, M, K, n0, n1, k0, k1,
                               detail::PartialStore{partial, N}, lds);
   return am::kBodyOk;
@@ -506,7 +502,8 @@ linearReduce(const float *partials, int64_t splits, int64_t sliceStride,
 // positions of 10^6.
 //===----------------------------------------------------------------------===//
 
-template <int kThreads> __host__ __device__ constexpr int64_t ropeLdsBytes(int64_t D) {
+template <int kThreads>
+__host__ __device__ constexpr int64_t ropeLdsBytes(int64_t D) {
   return 4 * D; // cos and sin of rotaryDim / 2 <= D / 2 pairs
 }
 
@@ -527,7 +524,8 @@ __device__ __forceinline__ double powInt(double x, int64_t n) {
 /// rho = theta^(-2 / rotaryDim) to double precision.
 __device__ __forceinline__ double ropeRho(float theta, int64_t rotaryDim) {
   const double c = 1.0 / (double(theta) * double(theta)); // rho^rd = c
-  double y = double(am::fastExp2(-2.f * am::fastLog2(theta) / float(rotaryDim)));
+  double y =
+      double(am::fastExp2(-2.f * am::fastLog2(theta) / float(rotaryDim)));
 #pragma unroll
   for (int it = 0; it < 4; ++it) { // quadratic: 1e-6 -> 1e-12 -> 1e-16
     const double q = powInt(y, rotaryDim);
@@ -645,10 +643,12 @@ __device__ __forceinline__ int32_t rope(const TX *x, const TPos *positions,
 /// caches; a negative slot (padding token) is skipped.
 template <int kThreads, typename TK, typename TV, typename TSlot, typename TKC,
           typename TVC>
-__device__ __forceinline__ int32_t
-kvAppend(const TK *k, const TV *v, const TSlot *slotMapping, TKC *kCache,
-         TVC *vCache, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
-         int64_t t0, int64_t t1, char *lds) {
+__device__ __forceinline__ int32_t kvAppend(const TK *k, const TV *v,
+                                            const TSlot *slotMapping,
+                                            TKC *kCache, TVC *vCache,
+                                            int64_t Hkv, int64_t D, int64_t Dv,
+                                            int64_t P, int64_t t0, int64_t t1,
+                                            char *lds) {
   (void)lds;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t slot = int64_t(slotMapping[t]);
@@ -657,9 +657,8 @@ kvAppend(const TK *k, const TV *v, const TSlot *slotMapping, TKC *kCache,
     const int64_t page = slot / P, inPage = slot % P;
     detail::copyRow<kThreads>(k + t * Hkv * D,
                               kCache + (page * P + inPage) * Hkv * D, Hkv * D);
-    detail::copyRow<kThreads>(v + t * Hkv * Dv,
-                              vCache + (page * P + inPage) * Hkv * Dv,
-                              Hkv * Dv);
+    detail::copyRow<kThreads>(
+        v + t * Hkv * Dv, vCache + (page * P + inPage) * Hkv * Dv, Hkv * Dv);
   }
   return am::kBodyOk;
 }
@@ -707,16 +706,16 @@ template <int kG> constexpr int kGqaUnroll = kG >= 8 ? 2 : 4;
 /// batches of kG (the group size rounded up to 1, 2, 4 or 8).
 template <typename TQ, typename TK, typename TV, typename TInd>
 struct GqaFastArgs {
-  const TQ *q;      ///< q[b, h0, :], heads D apart
-  const TK *k;      ///< kCache + hk * D
-  const TV *v;      ///< vCache + hk * D
-  const TInd *pages;///< this request's page ids
-  float *out;       ///< workspace + slot(b, s, h0) * D, heads D apart
-  float *lse;       ///< lse partials + slot(b, s, h0), heads 1 apart
-  int64_t rowStride;///< Hkv * D elements per token row
+  const TQ *q;       ///< q[b, h0, :], heads D apart
+  const TK *k;       ///< kCache + hk * D
+  const TV *v;       ///< vCache + hk * D
+  const TInd *pages; ///< this request's page ids
+  float *out;        ///< workspace + slot(b, s, h0) * D, heads D apart
+  float *lse;        ///< lse partials + slot(b, s, h0), heads 1 apart
+  int64_t rowStride; ///< Hkv * D elements per token row
   int D, P, tBegin, tEnd;
-  int group;        ///< query heads of the KV group
-  float scale2;     ///< smScale * log2(e)
+  int group;    ///< query heads of the KV group
+  float scale2; ///< smScale * log2(e)
 };
 
 template <int kThreads, int kL, int kG, typename TQ, typename TK, typename TV,
@@ -864,8 +863,8 @@ template <int kThreads, int kL, int kG, typename TQ, typename TK, typename TV,
 __device__ __forceinline__ void
 gqaSplitFast(const GqaFastArgs<TQ, TK, TV, TInd> &a, char *lds) {
   for (int h0 = 0; h0 < a.group; h0 += kG)
-    gqaSplitFastBatch<kThreads, kL, kG>(a, h0, a.group - h0 < kG ? a.group - h0 : kG,
-                                        lds);
+    gqaSplitFastBatch<kThreads, kL, kG>(
+        a, h0, a.group - h0 < kG ? a.group - h0 : kG, lds);
 }
 
 template <int kThreads, int kL, typename TQ, typename TK, typename TV,
@@ -933,9 +932,8 @@ gqaSplitPlain(const TQ *q, const TK *kCache, const TV *vCache,
 } // namespace detail
 
 /// Floats of gqa_decode workspace; D is the value head dim (Dv).
-__host__ __device__ inline int64_t gqaWorkspaceFloats(int64_t maxBatch,
-                                                      int64_t S, int64_t Hq,
-                                                      int64_t D) {
+__host__ __device__ inline int64_t
+gqaWorkspaceFloats(int64_t maxBatch, int64_t S, int64_t Hq, int64_t D) {
   return maxBatch * S * Hq * (D + 1);
 }
 
@@ -944,23 +942,21 @@ __host__ __device__ inline int64_t gqaWorkspaceFloats(int64_t maxBatch,
 /// page kvIndices[kvIndptr[b] + t/P], slot t % P. b >= batch is skipped.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
-__device__ __forceinline__ int32_t
-gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
-               const TPtr *kvIndptr, const TInd *kvIndices, const TLen *kvLens,
-               float *workspace, int64_t batch, int64_t maxBatch, int64_t Hq,
-               int64_t Hkv, int64_t D, int64_t Dv, int64_t P, int64_t S,
-               float smScale, int64_t b, int64_t hk, int64_t s, char *lds) {
+__device__ __forceinline__ int32_t gqaDecodeSplit(
+    const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
+    const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
+    int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
+    int64_t S, float smScale, int64_t b, int64_t hk, int64_t s, char *lds) {
   if (b >= batch)
     return am::kBodyOk;
   const int64_t len = int64_t(kvLens[b]);
   const int64_t tBegin = s * len / S, tEnd = (s + 1) * len / S;
   const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
   const int64_t group = Hq / Hkv;
-  const bool fastShape = D == Dv && (D == 64 || D == 128 || D == 256) &&
-                         am::isAligned16(q) && am::isAligned16(kCache) &&
-                         am::isAligned16(vCache) &&
-                         am::dynamicLdsBytes() >=
-                             gqaSplitLdsBytes<kThreads>(D, group);
+  const bool fastShape =
+      D == Dv && (D == 64 || D == 128 || D == 256) && am::isAligned16(q) &&
+      am::isAligned16(kCache) && am::isAligned16(vCache) &&
+      am::dynamicLdsBytes() >= gqaSplitLdsBytes<kThreads>(D, group);
   if (fastShape) {
     const int64_t slot0 = (b * S + s) * Hq + hk * group;
     const detail::GqaFastArgs<TQ, TK, TV, TInd> a{
@@ -985,9 +981,9 @@ gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
       detail::gqaSplitFastGroup<kThreads, 32>(a, lds);
     return am::kBodyOk;
   }
-  detail::gqaSplitPlain<kThreads>(q, kCache, vCache, pages, workspace,
-                                  maxBatch, Hq, Hkv, D, Dv, P, S, smScale, b,
-                                  hk, s, tBegin, tEnd);
+  detail::gqaSplitPlain<kThreads>(q, kCache, vCache, pages, workspace, maxBatch,
+                                  Hq, Hkv, D, Dv, P, S, smScale, b, hk, s,
+                                  tBegin, tEnd);
   return am::kBodyOk;
 }
 
@@ -995,10 +991,9 @@ gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
 /// w_s = exp(lse_s - max lse), a thread per (head, dim), splits in order
 /// (the host's arithmetic). A request with no tokens gets o = 0.
 template <int kThreads, typename TO>
-__device__ __forceinline__ int32_t
-gqaDecodeMerge(const float *workspace, TO *o, int64_t batch, int64_t maxBatch,
-               int64_t Hq, int64_t Hkv, int64_t Dv, int64_t S, int64_t b,
-               int64_t hk, char *lds) {
+__device__ __forceinline__ int32_t gqaDecodeMerge(
+    const float *workspace, TO *o, int64_t batch, int64_t maxBatch, int64_t Hq,
+    int64_t Hkv, int64_t Dv, int64_t S, int64_t b, int64_t hk, char *lds) {
   (void)lds;
   if (b >= batch)
     return am::kBodyOk;
@@ -1127,8 +1122,8 @@ __device__ __forceinline__ bool argBefore(float va, int64_t ia, float vb,
 /// a wave reduction of (value, index) pairs and one across waves in LDS.
 template <int kThreads, typename TX, typename TIdx>
 __device__ __forceinline__ int32_t argmaxRows(const TX *x, TIdx *indices,
-                                              int64_t V, int64_t b0,
-                                              int64_t b1, char *lds) {
+                                              int64_t V, int64_t b0, int64_t b1,
+                                              char *lds) {
   (void)lds;
   constexpr int kWaves = kThreads / am::kWaveSize;
   __shared__ float sVal[kWaves];
@@ -1148,10 +1143,12 @@ __device__ __forceinline__ int32_t argmaxRows(const TX *x, TIdx *indices,
 #pragma unroll
     for (int off = 1; off < 64; off *= 2) {
       const float ov = am::shuffle(best, lane ^ off);
-      const int lo = am::shuffle(int(uint64_t(bestIdx) & 0xffffffffu), lane ^ off);
+      const int lo =
+          am::shuffle(int(uint64_t(bestIdx) & 0xffffffffu), lane ^ off);
       const int hi = am::shuffle(int(uint64_t(bestIdx) >> 32), lane ^ off);
       const int64_t oi = int64_t((uint64_t(uint32_t(hi)) << 32) | uint32_t(lo));
-      if (oi != V && (bestIdx == V || detail::argBefore(ov, oi, best, bestIdx))) {
+      if (oi != V &&
+          (bestIdx == V || detail::argBefore(ov, oi, best, bestIdx))) {
         best = ov;
         bestIdx = oi;
       }
@@ -1165,7 +1162,8 @@ __device__ __forceinline__ int32_t argmaxRows(const TX *x, TIdx *indices,
       float bv = sVal[0];
       int64_t bi = sIdx[0];
       for (int w = 1; w < kWaves; ++w)
-        if (sIdx[w] != V && (bi == V || detail::argBefore(sVal[w], sIdx[w], bv, bi))) {
+        if (sIdx[w] != V &&
+            (bi == V || detail::argBefore(sVal[w], sIdx[w], bv, bi))) {
           bv = sVal[w];
           bi = sIdx[w];
         }

@@ -1,4 +1,4 @@
-//===- KdaBodies.h - gfx950 task bodies for KDA prefill ----------*- HIP -*-===//
+//===- KdaBodies.h - gfx950 task bodies for KDA prefill ------- -*- C++ -*-===//
 //
 // Workgroup-cooperative versions of kernels/host/KdaBodies.h: the same
 // phases, chunk numbering, per-(chunk, head) workspace slot layout (w, qg,
@@ -180,21 +180,20 @@ constexpr int kKdaRowStride = kKdaMaxK + 2;
 /// Row stride of lm (phase 0) and aqk (phase 1), same reason.
 constexpr int kKdaCStride = kKdaMaxC + 2;
 // Phase 0 layout (floats).
-constexpr int kKdaLm = 0;                                  // lm [64][66]
-constexpr int kKdaBeta = kKdaLm + kKdaMaxC * kKdaCStride;  // beta [64]
-constexpr int kKdaGLast = kKdaBeta + kKdaMaxC;             // G_last [128]
-constexpr int kKdaQ = kKdaGLast + kKdaMaxK;                // q [64][130]
-constexpr int kKdaK = kKdaQ + kKdaMaxC * kKdaRowStride;    // k [64][130]
-constexpr int kKdaG = kKdaK + kKdaMaxC * kKdaRowStride;    // G, w [64][130]
-constexpr int kKdaU = kKdaG + kKdaMaxC * kKdaRowStride;    // u [64][130]
+constexpr int kKdaLm = 0;                                 // lm [64][66]
+constexpr int kKdaBeta = kKdaLm + kKdaMaxC * kKdaCStride; // beta [64]
+constexpr int kKdaGLast = kKdaBeta + kKdaMaxC;            // G_last [128]
+constexpr int kKdaQ = kKdaGLast + kKdaMaxK;               // q [64][130]
+constexpr int kKdaK = kKdaQ + kKdaMaxC * kKdaRowStride;   // k [64][130]
+constexpr int kKdaG = kKdaK + kKdaMaxC * kKdaRowStride;   // G, w [64][130]
+constexpr int kKdaU = kKdaG + kKdaMaxC * kKdaRowStride;   // u [64][130]
 constexpr int kKdaIntraFloats = kKdaU + kKdaMaxC * kKdaRowStride;
 } // namespace detail
 
 /// Phase 0, MFMA path (C <= 64, K <= 128, V <= 128): 150784 B.
 __host__ __device__ constexpr int64_t kdaIntraLdsBytes(int64_t C, int64_t K,
                                                        int64_t V) {
-  return C <= detail::kKdaMaxC && K <= detail::kKdaMaxK &&
-                 V <= detail::kKdaMaxV
+  return C <= detail::kKdaMaxC && K <= detail::kKdaMaxK && V <= detail::kKdaMaxV
              ? 4 * int64_t(detail::kKdaIntraFloats)
              : -1; // no MFMA path for this shape
 }
@@ -214,12 +213,12 @@ constexpr int kKdaKdStride = kKdaMaxK + 16;
 constexpr int kKdaColStride = kKdaScanCols + 16;
 constexpr int kKdaWKFloats =
     kKdaMaxC * (kKdaKdStride > kKdaRowStride ? kKdaKdStride : kKdaRowStride);
-constexpr int kKdaSW = 0;                                  // w / kd
-constexpr int kKdaSQg = kKdaSW + kKdaWKFloats;             // qg [64][130]
+constexpr int kKdaSW = 0;                                    // w / kd
+constexpr int kKdaSQg = kKdaSW + kKdaWKFloats;               // qg [64][130]
 constexpr int kKdaSAqk = kKdaSQg + kKdaMaxC * kKdaRowStride; // aqk [64][66]
-constexpr int kKdaSS = kKdaSAqk + kKdaMaxC * kKdaCStride;  // S [128][80]
-constexpr int kKdaSVn = kKdaSS + kKdaMaxK * kKdaColStride; // v_new [64][80]
-constexpr int kKdaSEg = kKdaSVn + kKdaMaxC * kKdaColStride; // eg [128]
+constexpr int kKdaSS = kKdaSAqk + kKdaMaxC * kKdaCStride;    // S [128][80]
+constexpr int kKdaSVn = kKdaSS + kKdaMaxK * kKdaColStride;   // v_new [64][80]
+constexpr int kKdaSEg = kKdaSVn + kKdaMaxC * kKdaColStride;  // eg [128]
 constexpr int kKdaScanFloats = kKdaSEg + kKdaMaxK;
 } // namespace detail
 
@@ -293,11 +292,21 @@ template <typename T> __device__ __forceinline__ void kdaOpaque(KdaDev<T> &d) {
 
 template <typename T>
 __device__ __forceinline__ KdaDev<T> kdaDev(const KdaParams<T> &p) {
-  return {am::toVgpr(p.q),      am::toVgpr(p.k),      am::toVgpr(p.v),
-          am::toVgpr(p.g),      am::toVgpr(p.beta),   p.aLog,
-          am::toVgpr(p.dtBias), am::toVgpr(p.o),      int(p.numHeads),
-          int(p.dimK),          int(p.dimV),          int(p.chunkSize),
-          p.gate,               p.lowerBound,         p.scale,
+  return {am::toVgpr(p.q),
+          am::toVgpr(p.k),
+          am::toVgpr(p.v),
+          am::toVgpr(p.g),
+          am::toVgpr(p.beta),
+          p.aLog,
+          am::toVgpr(p.dtBias),
+          am::toVgpr(p.o),
+          int(p.numHeads),
+          int(p.dimK),
+          int(p.dimV),
+          int(p.chunkSize),
+          p.gate,
+          p.lowerBound,
+          p.scale,
           p.qkL2norm};
 }
 
@@ -348,8 +357,7 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
                   const KdaSlotT<float> &s, char *lds) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   constexpr int RS = kKdaRowStride, CS = kKdaCStride;
-  const int tid = int(am::threadId()), lane = am::laneId(),
-            wave = am::waveId();
+  const int tid = int(am::threadId()), lane = am::laneId(), wave = am::waveId();
   const int i16 = lane & 15, g = lane >> 4;
   const int K = int(p.dimK), V = int(p.dimV), C = int(p.chunkSize);
   const int L = int(ch.len);
@@ -415,7 +423,7 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
         const int row = r + 4 * g + rr;
         if (row < L) {
           lm[row * CS + col] = beta[row] * accM[rr];
-          s.aqk[row * C + col] = scale * accQ[rr];
+          am::gptr(s.aqk)[row * C + col] = scale * accQ[rr];
         }
       }
     }
@@ -442,7 +450,7 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
       for (int c = 0; c < K; ++c)
         sumQ += qi[c] * ki[c];
     }
-    s.aqk[i * C + j] = scale * sumQ;
+    am::gptr(s.aqk)[i * C + j] = scale * sumQ;
   }
   // 3c. The rest of aqk is zero: above the diagonal and rows past L. So are
   //     the rows of lm from L to the end of the last block (the
@@ -453,7 +461,7 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
   for (int i = wave; i < C; i += kWaves)
     for (int j = lane; j < C; j += 64)
       if (j > i || i >= L)
-        s.aqk[i * C + j] = 0.f;
+        am::gptr(s.aqk)[i * C + j] = 0.f;
   for (int i = L + wave; i < 16 * nbL; i += kWaves)
     for (int j = lane; j < CS; j += 64)
       lm[i * CS + j] = 0.f;
@@ -466,15 +474,15 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
     for (int c = lane; c < K; c += 64) {
       const float G = aG[i * RS + c], ex = am::expAcc(G);
       const float kv = aK[i * RS + c];
-      s.qg[i * K + c] = aQ[i * RS + c] * (scale * ex);
-      s.kd[i * K + c] = kv * am::expAcc(gLast[c] - G);
+      am::gptr(s.qg)[i * K + c] = aQ[i * RS + c] * (scale * ex);
+      am::gptr(s.kd)[i * K + c] = kv * am::expAcc(gLast[c] - G);
       aG[i * RS + c] = beta[i] * kv * ex;
     }
     for (int c = lane; c < V; c += 64)
       aU[i * RS + c] = beta[i] * am::ldF(vRow, c);
   }
   for (int c = tid; c < K; c += kThreads)
-    s.eg[c] = am::expAcc(gLast[c]);
+    am::gptr(s.eg)[c] = am::expAcc(gLast[c]);
   // Rows L .. 16 nbL of both right-hand sides are zero (and stay zero).
   for (int i = L + wave; i < 16 * nbL; i += kWaves)
     for (int c = lane; c < RS; c += 64)
@@ -499,8 +507,7 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
         const float *bCol = X + g * RS + col;
         am::f32x4 acc = am::zero4();
         for (int m4 = 0; m4 < r0; m4 += 4)
-          acc = am::mfma16x16x4f32(aRow[m4], okCol ? bCol[m4 * RS] : 0.f,
-                                   acc);
+          acc = am::mfma16x16x4f32(aRow[m4], okCol ? bCol[m4 * RS] : 0.f, acc);
         if (okCol) {
 #pragma unroll
           for (int rr = 0; rr < 4; ++rr)
@@ -539,14 +546,14 @@ kdaIntraChunkMfma(const KdaDev<T> &p, const KdaChunk &ch, int h,
   //    full-tile reader is exact.
   for (int i = wave; i < L; i += kWaves) {
     for (int c = lane; c < K; c += 64)
-      s.w[i * K + c] = aG[i * RS + c];
+      am::gptr(s.w)[i * K + c] = aG[i * RS + c];
     for (int c = lane; c < V; c += 64)
-      s.u[i * V + c] = aU[i * RS + c];
+      am::gptr(s.u)[i * V + c] = aU[i * RS + c];
   }
   for (int e = L * K + tid; e < C * K; e += kThreads)
-    s.w[e] = s.qg[e] = s.kd[e] = 0.f;
+    am::gptr(s.w)[e] = am::gptr(s.qg)[e] = am::gptr(s.kd)[e] = 0.f;
   for (int e = L * V + tid; e < C * V; e += kThreads)
-    s.u[e] = 0.f;
+    am::gptr(s.u)[e] = 0.f;
   am::syncThreads(); // LDS is reused by the next chunk
 }
 
@@ -575,7 +582,7 @@ kdaIntraChunkPlain(const KdaDev<T> &p, const KdaChunk &ch, int h,
       run += ws[i * K + c];
       ws[i * K + c] = run;
     }
-    s.eg[c] = run;
+    am::gptr(s.eg)[c] = run;
   }
   am::syncThreads();
   for (int item = tid; item < L * (L + 1) / 2; item += kThreads) {
@@ -594,25 +601,25 @@ kdaIntraChunkPlain(const KdaDev<T> &p, const KdaChunk &ch, int h,
       for (int c = 0; c < K; ++c)
         sumQ += qs[i * K + c] * kds[i * K + c];
     }
-    s.aqk[i * C + j] = p.scale * sumQ;
+    am::gptr(s.aqk)[i * C + j] = p.scale * sumQ;
   }
   for (int e = tid; e < C * C; e += kThreads)
     if (e % C > e / C || e / C >= L)
-      s.aqk[e] = 0.f;
+      am::gptr(s.aqk)[e] = 0.f;
   am::syncThreads();
   for (int e = tid; e < L * K; e += kThreads) {
     const int i = e / K, c = e % K;
     const float G = ws[e], ex = am::expAcc(G), kv = kds[e];
     qs[e] = qs[e] * (p.scale * ex);
     ws[e] = beta[i] * kv * ex;
-    kds[e] = kv * am::expAcc(s.eg[c] - G);
+    kds[e] = kv * am::expAcc(am::gptr(s.eg)[c] - G);
   }
   for (int e = tid; e < L * V; e += kThreads)
     us[e] = beta[e / V] *
             am::ldF(p.v, ((ch.start + e / V) * p.numHeads + h) * V + e % V);
   am::syncThreads();
   for (int c = tid; c < K; c += kThreads)
-    s.eg[c] = am::expAcc(s.eg[c]);
+    am::gptr(s.eg)[c] = am::expAcc(am::gptr(s.eg)[c]);
   for (int col = tid; col < K + V; col += kThreads) {
     float *X = col < K ? ws + col : us + (col - K);
     const int st = col < K ? K : V;
@@ -666,8 +673,8 @@ __device__ __forceinline__ int32_t kdaIntraChunk(const KdaParams<T> &p,
     detail::kdaOpaque(dc);
     int hc = int(h);
     am::opaque(hc);
-    const KdaSlotT<float> s = kdaSlot(workspace, c, hc, dc.numHeads,
-                                      dc.chunkSize, dc.dimK, dc.dimV);
+    const KdaSlotT<float> s =
+        kdaSlot(workspace, c, hc, dc.numHeads, dc.chunkSize, dc.dimK, dc.dimV);
     if (mfma)
       detail::kdaIntraChunkMfma<kThreads>(dc, ch, hc, s, lds);
     else
@@ -730,20 +737,19 @@ kdaScanBlockMfma(const KdaDev<T> &p, int h, int64_t seqStart, int len,
   constexpr int kStageKxC = (kKdaMaxC * kKdaMaxK / 4 + kThreads - 1) / kThreads;
   constexpr int kStageCxC = (kKdaMaxC * kKdaMaxC / 4 + kThreads - 1) / kThreads;
   constexpr int kStageK = (kKdaMaxK / 4 + kThreads - 1) / kThreads;
-  const int tid = int(am::threadId()), lane = am::laneId(),
-            wave = am::waveId();
+  const int tid = int(am::threadId()), lane = am::laneId(), wave = am::waveId();
   const int i16 = lane & 15, g = lane >> 4;
   const int H = int(p.numHeads), K = int(p.dimK), V = int(p.dimV),
             C = int(p.chunkSize);
   const int CP = int(kdaPadRows(C)), KP = (K + 15) / 16 * 16;
   float *f = reinterpret_cast<float *>(lds);
-  float *sWK = f + kKdaSW;   // w [CP][RS], then kd [CP][KD]
-  float *sQg = f + kKdaSQg;  // qg [CP][RS]
+  float *sWK = f + kKdaSW;    // w [CP][RS], then kd [CP][KD]
+  float *sQg = f + kKdaSQg;   // qg [CP][RS]
   float *sAqk = f + kKdaSAqk; // aqk [CP][CS]
-  float *sS = f + kKdaSS;    // S [KP][SS], the state block
-  float *sVn = f + kKdaSVn;  // v_new [CP][SS]
-  float *sEg = f + kKdaSEg;  // eg [KP]
-  const int nIT = CP / 16, nJT = (nv + 15) / 16, nCT = KP / 16;
+  float *sS = f + kKdaSS;     // S [KP][SS], the state block
+  float *sVn = f + kKdaSVn;   // v_new [CP][SS]
+  float *sEg = f + kKdaSEg;   // eg [KP]
+  const int nJT = (nv + 15) / 16;
 
   // Zero everything once: padding rows / channels stay zero for the whole
   // scan (the staging writes rows < C, channels < K only).
@@ -797,7 +803,8 @@ kdaScanBlockMfma(const KdaDev<T> &p, int h, int64_t seqStart, int len,
 #pragma unroll
       for (int rr = 0; rr < 4; ++rr) {
         const int row = 16 * it + 4 * g + rr;
-        u[rr] = row < C && col < nv ? s.u[int64_t(row) * V + vs + col] : 0.f;
+        u[rr] = row < C && col < nv ? am::gptr(s.u)[int64_t(row) * V + vs + col]
+                                    : 0.f;
       }
       const float *aRow = sWK + (16 * it + i16) * RS + g; // w[i][c4 + g]
       const float *bCol = sS + g * SS + col;              // S[c4 + g][col]
@@ -875,8 +882,8 @@ template <int kThreads, typename T>
 __device__ __forceinline__ void
 kdaScanBlockPlain(const KdaDev<T> &p, int h, int64_t seqStart, int len,
                   int64_t firstChunk, int numChunks, float *state,
-                  const float *init, int64_t vs, int nv,
-                  const float *workspace, char *lds) {
+                  const float *init, int64_t vs, int nv, const float *workspace,
+                  char *lds) {
   const int H = int(p.numHeads), K = int(p.dimK), V = int(p.dimV),
             C = int(p.chunkSize);
   const int j = int(am::threadId());
@@ -891,23 +898,25 @@ kdaScanBlockPlain(const KdaDev<T> &p, int h, int64_t seqStart, int len,
       const KdaSlotT<const float> s =
           kdaSlot(workspace, firstChunk + ci, h, H, C, K, V);
       for (int i = 0; i < L; ++i) {
-        float v = s.u[int64_t(i) * V + vs + j];
+        float v = am::gptr(s.u)[int64_t(i) * V + vs + j];
         for (int c = 0; c < K; ++c)
-          v -= s.w[int64_t(i) * K + c] * state[int64_t(c) * V + vs + j];
+          v -= am::gptr(s.w)[int64_t(i) * K + c] *
+               state[int64_t(c) * V + vs + j];
         vnew[i * kKdaScanCols + j] = v;
       }
       for (int i = 0; i < L; ++i) {
         float acc = 0.f;
         for (int c = 0; c < K; ++c)
-          acc += s.qg[int64_t(i) * K + c] * state[int64_t(c) * V + vs + j];
+          acc += am::gptr(s.qg)[int64_t(i) * K + c] *
+                 state[int64_t(c) * V + vs + j];
         for (int m = 0; m <= i; ++m)
-          acc += s.aqk[i * C + m] * vnew[m * kKdaScanCols + j];
+          acc += am::gptr(s.aqk)[i * C + m] * vnew[m * kKdaScanCols + j];
         am::stF(p.o, ((t0 + i) * H + h) * V + vs + j, acc);
       }
       for (int c = 0; c < K; ++c) {
-        float sc = state[int64_t(c) * V + vs + j] * s.eg[c];
+        float sc = state[int64_t(c) * V + vs + j] * am::gptr(s.eg)[c];
         for (int i = 0; i < L; ++i)
-          sc += s.kd[int64_t(i) * K + c] * vnew[i * kKdaScanCols + j];
+          sc += am::gptr(s.kd)[int64_t(i) * K + c] * vnew[i * kKdaScanCols + j];
         state[int64_t(c) * V + vs + j] = sc;
       }
     }
@@ -943,16 +952,19 @@ __device__ __forceinline__ int32_t kdaStateScan(const KdaParams<T> &p,
   const int64_t firstChunk = kdaFirstChunkOfSeq(p.cuSeqlens, n, C);
   const int numChunks = int(kdaCeilDiv(len, C));
   float *state = am::toVgpr(p.finalState + (n * H + h) * K * V);
-  const float *init =
-      p.initialState ? am::toVgpr(p.initialState + (n * H + h) * K * V)
-                     : nullptr;
-  // The MFMA path stages float4s of the slot: C, K multiples of 4 and a
-  // 16-byte aligned workspace keep every slot region 16-byte aligned.
+  const float *init = p.initialState
+                          ? am::toVgpr(p.initialState + (n * H + h) * K * V)
+                          : nullptr;
+  // The MFMA path stages float4s of the slot (C, K multiples of 4 and a
+  // 16-byte aligned workspace keep every slot region 16-byte aligned) and
+  // shares one LDS region between w and kd at different strides, which is
+  // exact when neither has padding rows or channels: C, K multiples of 16
+  // (the op's chunk sizes are 64 and 16; Kimi-Linear has K = 128).
   const int64_t need = kdaScanLdsBytes(C, K);
-  const bool mfma = need > 0 && have >= need && K % 4 == 0 && C % 4 == 0 &&
+  const bool mfma = need > 0 && have >= need && K % 16 == 0 && C % 16 == 0 &&
                     am::isAligned16(workspace);
-  if (!mfma && (kThreads < detail::kKdaScanCols ||
-                have < kdaScanMinLdsBytes(C)))
+  if (!mfma &&
+      (kThreads < detail::kKdaScanCols || have < kdaScanMinLdsBytes(C)))
     return am::kBodyLdsTooSmall;
   const detail::KdaDev<T> d = detail::kdaDev(p);
   workspace = am::toVgpr(workspace);
@@ -965,9 +977,9 @@ __device__ __forceinline__ int32_t kdaStateScan(const KdaParams<T> &p,
                                          numChunks, state, init, vs, nv,
                                          workspace, lds);
     else
-      detail::kdaScanBlockPlain<kThreads>(dv, int(h), seqStart, len,
-                                          firstChunk, numChunks, state, init,
-                                          vs, nv, workspace, lds);
+      detail::kdaScanBlockPlain<kThreads>(dv, int(h), seqStart, len, firstChunk,
+                                          numChunks, state, init, vs, nv,
+                                          workspace, lds);
   }
   return am::kBodyOk;
 }

@@ -1,4 +1,4 @@
-//===- MlaBodies.h - gfx950 task bodies for MLA paged decode -----*- HIP -*-===//
+//===- MlaBodies.h - gfx950 task bodies for MLA paged decode -- -*- C++ -*-===//
 //
 // Workgroup-cooperative versions of kernels/host/MlaBodies.h: the same two
 // phases (split over W token slots, merge per request), the same slot
@@ -93,10 +93,10 @@ __device__ __forceinline__ int64_t mlaSlotOfToken(int64_t t, int64_t total,
 
 namespace detail {
 
-constexpr int kMlaTile = 64;  // tokens per LDS tile
-constexpr int kMlaHeads = 16; // heads per pass: one MFMA row tile
-constexpr int kMlaDc = 512;   // latent dims (also V)
-constexpr int kMlaDp = 64;    // rope dims
+constexpr int kMlaTile = 64;             // tokens per LDS tile
+constexpr int kMlaHeads = 16;            // heads per pass: one MFMA row tile
+constexpr int kMlaDc = 512;              // latent dims (also V)
+constexpr int kMlaDp = 64;               // rope dims
 constexpr int kMlaRow = kMlaDc + kMlaDp; // 576 = 18 k-steps of 32
 /// KV row stride in elements: 1168 B = 292 dwords = 4 mod 32 banks, so the
 /// 8 lanes of one ds_read_b128 pass (8 consecutive rows) hit 8 disjoint
@@ -147,17 +147,16 @@ __device__ __forceinline__ void
 mlaSplitPieceMfma(const MlaDev<T> &d, const int32_t *pages, int tokBegin,
                   int tokEnd, float *pieceO, float *pieceLse, char *lds) {
   constexpr int kThreads = 256;
-  const int tid = int(am::threadId()), lane = am::laneId(),
-            wave = am::waveId();
+  const int tid = int(am::threadId()), lane = am::laneId(), wave = am::waveId();
   const int i = lane & 15, g = lane >> 4;
   T *sKv = reinterpret_cast<T *>(lds);
   T *sP = reinterpret_cast<T *>(lds + kMlaKvBytes);
   float *sS = reinterpret_cast<float *>(lds + kMlaKvBytes + kMlaPBytes);
-  float *sM = reinterpret_cast<float *>(lds + kMlaKvBytes + kMlaPBytes +
-                                        kMlaSBytes);
+  float *sM =
+      reinterpret_cast<float *>(lds + kMlaKvBytes + kMlaPBytes + kMlaSBytes);
   float *sL = sM + kMlaHeads, *sAlpha = sL + kMlaHeads;
-  int64_t *sRow = reinterpret_cast<int64_t *>(
-      lds + kMlaKvBytes + kMlaPBytes + kMlaSBytes + kMlaStatBytes);
+  int64_t *sRow = reinterpret_cast<int64_t *>(lds + kMlaKvBytes + kMlaPBytes +
+                                              kMlaSBytes + kMlaStatBytes);
 
   const int H = d.H, P = d.P;
   const int len = tokEnd - tokBegin;
@@ -190,9 +189,8 @@ mlaSplitPieceMfma(const MlaDev<T> &d, const int32_t *pages, int tokBegin,
       const int64_t row = sRow[r];
       const uint32_t keep = ~uint32_t(row >> 63); // 0 for row -1
       const int64_t rowOk = row & int64_t(~(row >> 63));
-      const am::u32x4 v =
-          ckv ? am::ldGlobal16(d.ckv + rowOk * kMlaDc + ch * 8)
-              : am::ldGlobal16(d.kpe + rowOk * kMlaDp + ch * 8);
+      const am::u32x4 v = ckv ? am::ldGlobal16(d.ckv + rowOk * kMlaDc + ch * 8)
+                              : am::ldGlobal16(d.kpe + rowOk * kMlaDp + ch * 8);
       stage[q] = v & keep;
     }
   };
@@ -202,8 +200,8 @@ mlaSplitPieceMfma(const MlaDev<T> &d, const int32_t *pages, int tokBegin,
       const bool ckv = q < kCkvPer;
       const int c = tid + kThreads * (ckv ? q : q - kCkvPer);
       const int r = ckv ? c / (kMlaDc / 8) : c / (kMlaDp / 8);
-      const int el = ckv ? 8 * (c % (kMlaDc / 8))
-                         : kMlaDc + 8 * (c % (kMlaDp / 8));
+      const int el =
+          ckv ? 8 * (c % (kMlaDc / 8)) : kMlaDc + 8 * (c % (kMlaDp / 8));
       *reinterpret_cast<am::u32x4 *>(sKv + r * kMlaStride + el) = stage[q];
     }
   };
@@ -451,7 +449,8 @@ __device__ __forceinline__ bool mlaUseMfma(const MlaParams<T> &p) {
 } // namespace detail
 
 /// LDS the split needs for its MFMA path.
-template <int kThreads> __host__ __device__ constexpr int64_t mlaSplitLdsBytes() {
+template <int kThreads>
+__host__ __device__ constexpr int64_t mlaSplitLdsBytes() {
   return detail::kMlaLdsFast;
 }
 
@@ -602,10 +601,12 @@ mlaMergeRequest(T *o, float *lse, int b, int H, int Dc, int64_t reqBegin,
 /// Phase 1 task `task` of `numMergeTasks`: merges requests task,
 /// task + numMergeTasks, ... < batch; `numSlots` is phase 0's W.
 template <int kThreads, typename T>
-__device__ __forceinline__ int32_t
-mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
-         int64_t numSlots, const float *partialO, const float *partialLse,
-         char *lds) {
+__device__ __forceinline__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
+                                            int64_t numMergeTasks,
+                                            int64_t numSlots,
+                                            const float *partialO,
+                                            const float *partialLse,
+                                            char *lds) {
   const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
   const uint32_t have = am::dynamicLdsBytes();
   if (have < uint32_t(4 * p.numHeads))
