@@ -13,6 +13,16 @@
  * (relaxed polls, then an acquire), a trigger is a release add at device
  * scope after the body's stores are drained.
  *
+ * Per-task timing (version 2). A program built with `loomc --profile` sets
+ * LOOM_DEVICE_PROFILED in `flags`; its kernel records, for every task it
+ * runs, a LoomTaskTiming at profile[task] and, for every worker block w, one
+ * at profile[num_tasks + w] (its entry and exit), in raw ticks of the
+ * vendor's global timer (CUDA: %globaltimer, ns). The runtime allocates the
+ * num_tasks + num_workers records for such a program and passes them in
+ * LoomKernelArgs::profile. NULL means "do not record": every kernel must
+ * accept it, profiled or not, so a backend or interpreter that knows nothing
+ * of profiling keeps working by leaving the field zero.
+ *
  *===----------------------------------------------------------------------===*/
 #ifndef LOOM_KERNELS_COMMON_DEVICEABI_H
 #define LOOM_KERNELS_COMMON_DEVICEABI_H
@@ -23,7 +33,7 @@
 extern "C" {
 #endif
 
-#define LOOM_DEVICE_ABI_VERSION 1
+#define LOOM_DEVICE_ABI_VERSION 2
 #define LOOM_DEVICE_PROGRAM_SYMBOL "loom_device_program"
 
 /* What a stuck or failed worker reports, in host-mapped memory the runtime
@@ -37,6 +47,25 @@ typedef struct LoomWorkerStatus {
   int32_t pad;
 } LoomWorkerStatus;
 
+/* LoomDeviceProgram::flags. */
+#define LOOM_DEVICE_PROFILED 1u /* the kernel records LoomTaskTiming */
+
+/* One task's (or, past num_tasks, one worker's) timing in the last launch,
+ * in raw timer ticks. Tasks: `pick` when the worker took the task, `start`
+ * when its inputs were ready (waits done, acquire fence passed), `end` when
+ * its body had ended, read before its output events are triggered (so a
+ * consumer's `start` is never before its producers' `end`). Workers:
+ * pick = start = the block's entry into the loop, end = its exit. `epoch` is
+ * the launch that wrote the record (low 32 bits), so a reader can tell a
+ * record of this launch from a stale one. */
+typedef struct LoomTaskTiming {
+  uint64_t pick;
+  uint64_t start;
+  uint64_t end;
+  int32_t worker;
+  uint32_t epoch;
+} LoomTaskTiming;
+
 typedef struct LoomKernelArgs {
   const LoomBinding *bindings;  /* device copy, num_buffers entries */
   void *workspace;              /* workspace_bytes, device memory */
@@ -45,6 +74,8 @@ typedef struct LoomKernelArgs {
   LoomWorkerStatus *status;     /* num_workers entries, host-mapped */
   volatile int32_t *abort_flag; /* host-mapped: set by the watchdog */
   unsigned long long timeout_cycles; /* a wait longer than this gives up */
+  /* Version 2: num_tasks + num_workers records (see above), or NULL. */
+  LoomTaskTiming *profile;
 } LoomKernelArgs;
 
 typedef struct LoomDeviceProgram {
@@ -57,6 +88,8 @@ typedef struct LoomDeviceProgram {
   int32_t threads_per_block;
   int32_t dynamic_smem_bytes;
   const char *bodies;            /* which task bodies this build used */
+  /* Version 2: LOOM_DEVICE_PROFILED, or 0. */
+  uint32_t flags;
 } LoomDeviceProgram;
 
 typedef const LoomDeviceProgram *(*LoomGetDeviceProgramFn)(void);

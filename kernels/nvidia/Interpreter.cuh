@@ -29,6 +29,18 @@
 // queue counters are inconsistent: the runtime must zero all
 // num_events + 1 counters and restart epochs at 1 before the next launch.
 //
+// Per-task timing (DeviceAbi.h, LoomTaskTiming): loomProfiledLoop is the
+// same loop with thread 0 reading %globaltimer when it takes a task, when
+// the task's inputs are ready and when its body has ended (before its
+// triggers), and storing one
+// record per task (and one per worker: entry and exit) into args.profile
+// (skipped when that is null). `loomc --profile` emits it instead of
+// loomPersistentLoop, so an ordinary build carries none of it. The cost is
+// three timer reads and one 32-byte store per task, on thread 0 only. The
+// timer is the GPU's global nanosecond clock, the same on every SM, so
+// records of different workers line up; its update period is the
+// hardware's (the trace summary prints the step it observed).
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
 #define LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
@@ -122,23 +134,32 @@ __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
   }
 }
 
-} // namespace detail
+/// The GPU's global timer (ns), the same on every SM.
+__device__ __forceinline__ uint64_t globalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
-/// The worker loop; call it from the kernel with every thread of the block
-/// (blockDim.x == kThreads, one block per worker, gridDim.x == num_workers).
-/// `runTask(task, args, smem)` is called by all threads of the block with the
-/// dynamic shared memory; it returns 0 or an error code (block-uniform or
-/// not: any non-zero value of any thread counts). The tables are the
-/// program's (ProgramAbi.h) in device memory; `numEvents` locates the
-/// dynamic-mode queue counter at args.events[numEvents].
-template <int kThreads, typename RunTask>
+__device__ __forceinline__ void storeTiming(LoomTaskTiming *at, uint64_t pick,
+                                            uint64_t start, uint64_t end,
+                                            int32_t worker, uint64_t epoch) {
+  at->pick = pick;
+  at->start = start;
+  at->end = end;
+  at->worker = worker;
+  at->epoch = static_cast<uint32_t>(epoch);
+}
+
+/// loomPersistentLoop's body; kProfile adds the timing records.
+template <int kThreads, bool kProfile, typename RunTask>
 __device__ void
-loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
-                   const int32_t *workerTasks, const int32_t *waitBegin,
-                   const int32_t *waitEvents, const int32_t *triggerBegin,
-                   const int32_t *triggerEvents, const int32_t *eventNeeds,
-                   int32_t numTasks, int32_t numEvents, int32_t mode,
-                   RunTask runTask) {
+workerLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
+           const int32_t *workerTasks, const int32_t *waitBegin,
+           const int32_t *waitEvents, const int32_t *triggerBegin,
+           const int32_t *triggerEvents, const int32_t *eventNeeds,
+           int32_t numTasks, int32_t numEvents, int32_t mode,
+           RunTask runTask) {
   extern __shared__ __align__(128) char loomDynamicSmem[];
   __shared__ int32_t sTask;  // next task, -1: none left
   __shared__ int32_t sWait;  // 0, or why thread 0 gave up waiting
@@ -155,6 +176,11 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
       (args.epoch - 1) * static_cast<unsigned long long>(numTasks + gridDim.x);
   if (leader)
     sError = 0;
+  // Thread 0's timing of the task in hand (kProfile only).
+  LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
+  uint64_t entryNs = 0, pickNs = 0, startNs = 0;
+  if (kProfile && leader && profile)
+    entryNs = globalTimerNs();
 
   for (;;) {
     // Thread 0 picks the task and waits for its inputs. sTask/sWait are
@@ -170,19 +196,23 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
         task = workerTasks[pos++];
       }
       int32_t wait = 0;
+      if (kProfile && profile)
+        pickNs = globalTimerNs();
       if (task >= 0) {
         for (int32_t i = waitBegin[task]; i < waitBegin[task + 1] && !wait;
              ++i) {
           int32_t e = waitEvents[i];
-          wait = detail::awaitEvent(
+          wait = awaitEvent(
               args, status, task, e,
               args.epoch * static_cast<unsigned long long>(eventNeeds[e]));
         }
         if (!wait)
           fenceAcqRelGpu(); // acquire: the producers' stores are visible
+        if (kProfile && profile)
+          startNs = globalTimerNs();
 #if LOOM_STATUS_EVERY_TASK
         if (!wait)
-          detail::publishWait(status, task, -1, 0, 0);
+          publishWait(status, task, -1, 0, 0);
 #endif
       }
       sTask = task;
@@ -202,13 +232,19 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
     // release below, and no thread still uses the shared memory.
     if (__syncthreads_or(err != 0)) {
       if (leader) {
-        detail::publishWait(status, task, -1, 0, 0);
-        detail::publishError(status, sError);
-        detail::raiseAbort(args);
+        publishWait(status, task, -1, 0, 0);
+        publishError(status, sError);
+        raiseAbort(args);
       }
       return;
     }
     if (leader) {
+      // The body's end, read before the triggers: a consumer released by
+      // them starts after it, so records never show an effect before its
+      // cause.
+      if (kProfile && profile)
+        storeTiming(profile + task, pickNs, startNs, globalTimerNs(), worker,
+                    args.epoch);
       const int32_t tb = triggerBegin[task], te = triggerBegin[task + 1];
       if (tb < te) {
         fenceAcqRelGpu(); // release: the body's stores before the adds
@@ -218,9 +254,49 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
     }
   }
   if (leader) {
-    detail::publishWait(status, -1, -1, 0, 0);
-    detail::publishError(status, 0);
+    if (kProfile && profile)
+      storeTiming(profile + numTasks + worker, entryNs, entryNs,
+                  globalTimerNs(), worker, args.epoch);
+    publishWait(status, -1, -1, 0, 0);
+    publishError(status, 0);
   }
+}
+
+} // namespace detail
+
+/// The worker loop; call it from the kernel with every thread of the block
+/// (blockDim.x == kThreads, one block per worker, gridDim.x == num_workers).
+/// `runTask(task, args, smem)` is called by all threads of the block with the
+/// dynamic shared memory; it returns 0 or an error code (block-uniform or
+/// not: any non-zero value of any thread counts). The tables are the
+/// program's (ProgramAbi.h) in device memory; `numEvents` locates the
+/// dynamic-mode queue counter at args.events[numEvents].
+template <int kThreads, typename RunTask>
+__device__ __forceinline__ void
+loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
+                   const int32_t *workerTasks, const int32_t *waitBegin,
+                   const int32_t *waitEvents, const int32_t *triggerBegin,
+                   const int32_t *triggerEvents, const int32_t *eventNeeds,
+                   int32_t numTasks, int32_t numEvents, int32_t mode,
+                   RunTask runTask) {
+  detail::workerLoop<kThreads, false>(
+      args, workerBegin, workerTasks, waitBegin, waitEvents, triggerBegin,
+      triggerEvents, eventNeeds, numTasks, numEvents, mode, runTask);
+}
+
+/// loomPersistentLoop that also records per-task timings into args.profile
+/// (when it is not null); what `loomc --profile` emits.
+template <int kThreads, typename RunTask>
+__device__ __forceinline__ void
+loomProfiledLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
+                 const int32_t *workerTasks, const int32_t *waitBegin,
+                 const int32_t *waitEvents, const int32_t *triggerBegin,
+                 const int32_t *triggerEvents, const int32_t *eventNeeds,
+                 int32_t numTasks, int32_t numEvents, int32_t mode,
+                 RunTask runTask) {
+  detail::workerLoop<kThreads, true>(
+      args, workerBegin, workerTasks, waitBegin, waitEvents, triggerBegin,
+      triggerEvents, eventNeeds, numTasks, numEvents, mode, runTask);
 }
 
 } // namespace nvidia

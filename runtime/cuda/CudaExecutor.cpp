@@ -151,6 +151,11 @@ Status CudaExecutor::allocate() {
   const size_t bindingBytes =
       std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   const int64_t workspaceBytes = table_->desc().workspace_bytes;
+  const size_t profileBytes =
+      (artifact_->program().flags & LOOM_DEVICE_PROFILED)
+          ? static_cast<size_t>(table_->numTasks() + numWorkers_) *
+                sizeof(LoomTaskTiming)
+          : 0;
   struct {
     CUdeviceptr *ptr;
     size_t bytes;
@@ -159,6 +164,7 @@ Status CudaExecutor::allocate() {
       {&events_, eventBytes, "event counters"},
       {&bindings_, bindingBytes, "bindings"},
       {&workspace_, static_cast<size_t>(workspaceBytes), "workspace"},
+      {&profile_, profileBytes, "per-task timing records"},
   };
   for (auto &a : arrays) {
     if (a.bytes == 0)
@@ -204,7 +210,11 @@ Status CudaExecutor::allocate() {
 
   // Zeroed once. Launch e waits for e * needs and takes tickets from
   // (e - 1) * (num_tasks + num_workers), so no launch resets them.
+  // The timing records too: one the kernel never wrote then reads as
+  // launch 0, which Program::profile reports.
   CUresult r = d.cuMemsetD8Async(events_, 0, eventBytes, stream_);
+  if (r == CUDA_SUCCESS && profile_)
+    r = d.cuMemsetD8Async(profile_, 0, profileBytes, stream_);
   if (r == CUDA_SUCCESS)
     r = d.cuStreamSynchronize(stream_);
   if (r != CUDA_SUCCESS)
@@ -219,7 +229,7 @@ void CudaExecutor::release() {
     return;
   if (stream_)
     (void)d.cuStreamSynchronize(stream_);
-  for (CUdeviceptr ptr : {events_, bindings_, workspace_})
+  for (CUdeviceptr ptr : {events_, bindings_, workspace_, profile_})
     if (ptr)
       (void)d.cuMemFree(ptr);
   if (host_)
@@ -308,6 +318,7 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   args.abort_flag =
       reinterpret_cast<volatile int32_t *>(hostDevice_ + abortOffset_);
   args.timeout_cycles = timeoutCycles_;
+  args.profile = reinterpret_cast<LoomTaskTiming *>(profile_);
   void *kernelParams[] = {&args};
 
   CUresult r = d.cuEventRecord(start_, stream_);
@@ -399,6 +410,27 @@ Status CudaExecutor::synchronize() {
     return s;
   WatchHooks h = hooks();
   return outcome(watchLaunch(*table_, status_, epoch_, watchdogMs_, h), h);
+}
+
+Status CudaExecutor::readProfile(std::vector<LoomTaskTiming> *records,
+                                 double *nsPerTick) const {
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  const CudaDriver &d = ctx_->driver();
+  records->assign(static_cast<size_t>(table_->numTasks() + numWorkers_),
+                  LoomTaskTiming{});
+  // The launch has ended (the core asks only between launches).
+  if (CUresult r = ctx_->onMemoryStream([&](CUstream s) {
+        return d.cuMemcpyDtoHAsync(records->data(), profile_,
+                                   records->size() * sizeof(LoomTaskTiming),
+                                   s);
+      });
+      r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_DEVICE, r, "program ",
+                      quoted(table_->name()),
+                      ": cannot read its per-task timing records");
+  *nsPerTick = 1; // %globaltimer counts nanoseconds
+  return Status();
 }
 
 uint64_t CudaExecutor::eventCount(int32_t event) const {

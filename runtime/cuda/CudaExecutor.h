@@ -4,9 +4,9 @@
 // the kernel is checked to fit num_workers co-resident blocks, and the
 // program's memory is allocated once: event counters (zeroed once, never
 // again: epochs make resets unnecessary), the device copy of the bindings,
-// the workspace, and one pinned, host-mapped block holding each worker's
-// LoomWorkerStatus and the abort flag, which the host reads and writes while
-// the kernel runs.
+// the workspace, the timing records of a profiled artifact, and one pinned,
+// host-mapped block holding each worker's LoomWorkerStatus and the abort
+// flag, which the host reads and writes while the kernel runs.
 //
 // A launch is one cooperative launch of num_workers blocks on the program's
 // own stream, between two timing events. Synchronize polls the stream and
@@ -50,6 +50,11 @@ public:
   uint64_t lastLaunchNs() const override { return lastLaunchNs_; }
   /// Read from the device; UINT64_MAX if the read fails.
   uint64_t eventCount(int32_t event) const override;
+  /// An artifact built with `loomc --profile` (LOOM_DEVICE_PROFILED).
+  bool profiled() const override { return profile_ != 0; }
+  /// Copies the records (%globaltimer ns) back from the device.
+  Status readProfile(std::vector<LoomTaskTiming> *records,
+                     double *nsPerTick) const override;
 
 private:
   CudaExecutor(std::shared_ptr<CudaContext> context,
@@ -88,6 +93,9 @@ private:
   CUdeviceptr events_ = 0;
   CUdeviceptr bindings_ = 0;
   CUdeviceptr workspace_ = 0;
+  // Profiled artifacts: num_tasks + num_workers LoomTaskTiming records the
+  // kernel rewrites every launch; 0 otherwise.
+  CUdeviceptr profile_ = 0;
   // Pinned, mapped: status records | abort flag | staging for the bindings.
   void *host_ = nullptr;
   CUdeviceptr hostDevice_ = 0;

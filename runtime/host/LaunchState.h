@@ -19,6 +19,7 @@
 #ifndef LOOM_RUNTIME_HOST_LAUNCHSTATE_H
 #define LOOM_RUNTIME_HOST_LAUNCHSTATE_H
 
+#include "kernels/common/DeviceAbi.h"
 #include "runtime/host/Watchdog.h"
 #include "runtime/host/WorkerState.h"
 #include "runtime/src/ProgramTable.h"
@@ -50,6 +51,10 @@ struct LaunchState {
   void *workspace = nullptr;
   std::unique_ptr<EventCounter[]> counters;
   std::unique_ptr<WorkerState[]> workers;
+  /// Per-task timing of the launch (steady_clock ns): num_tasks task
+  /// records, then one per worker. Each record is written by the one worker
+  /// that runs the task (or is that worker) and read only between launches.
+  std::unique_ptr<LoomTaskTiming[]> timings;
 
   //--- Lock-free during a launch ------------------------------------------//
   /// Dynamic-mode tickets; grows across launches like the events.
@@ -88,6 +93,12 @@ struct LaunchState {
 private:
   void runEpoch(int32_t worker, uint64_t epoch);
   bool runTask(int32_t worker, int32_t task, uint64_t epoch);
+  static uint64_t nowNs() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            Clock::now().time_since_epoch())
+            .count());
+  }
   bool await(int32_t worker, int32_t task, int32_t event, uint64_t target,
              uint64_t epoch);
 };

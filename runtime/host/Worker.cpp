@@ -38,6 +38,18 @@ void LaunchState::workerMain(int32_t worker) {
 
 void LaunchState::runEpoch(int32_t worker, uint64_t launchEpoch) {
   const ProgramTable &t = *table;
+  // This worker's own record: its entry and exit (also on failure, so a
+  // partial launch still has consistent records).
+  LoomTaskTiming &me = timings[static_cast<size_t>(t.numTasks() + worker)];
+  me.pick = me.start = nowNs();
+  me.end = me.start;
+  me.worker = worker;
+  me.epoch = static_cast<uint32_t>(launchEpoch);
+  struct Exit {
+    LoomTaskTiming &record;
+    ~Exit() { record.end = nowNs(); }
+  } exit{me};
+
   const int32_t *tasks = t.workerTasks();
   if (!t.isDynamic()) {
     for (int32_t i = t.workerBegin(worker), end = t.workerBegin(worker + 1);
@@ -64,6 +76,7 @@ void LaunchState::runEpoch(int32_t worker, uint64_t launchEpoch) {
 
 bool LaunchState::runTask(int32_t worker, int32_t task, uint64_t launchEpoch) {
   const ProgramTable &t = *table;
+  const uint64_t pick = nowNs();
   for (const int32_t *e = t.waitsBegin(task), *end = t.waitsEnd(task); e != end;
        ++e)
     if (!await(worker, task, *e, launchEpoch * t.eventNeeds(*e), launchEpoch))
@@ -71,6 +84,7 @@ bool LaunchState::runTask(int32_t worker, int32_t task, uint64_t launchEpoch) {
   if (abort.load(std::memory_order_relaxed))
     return false;
 
+  const uint64_t start = nowNs();
   WorkerState &me = workers[worker];
   me.task.store(task, std::memory_order_relaxed);
   me.phase.store(kWorkerRunning, std::memory_order_release);
@@ -81,6 +95,14 @@ bool LaunchState::runTask(int32_t worker, int32_t task, uint64_t launchEpoch) {
                    " on worker ", worker, " returned ", code));
     return false;
   }
+  // The body's end, before the triggers (as on the GPU): a consumer they
+  // release starts after it.
+  LoomTaskTiming &timing = timings[static_cast<size_t>(task)];
+  timing.pick = pick;
+  timing.start = start;
+  timing.end = nowNs();
+  timing.worker = worker;
+  timing.epoch = static_cast<uint32_t>(launchEpoch);
   // Release: whoever sees the new count also sees the body's writes.
   for (const int32_t *e = t.triggersBegin(task), *end = t.triggersEnd(task);
        e != end; ++e)

@@ -389,4 +389,25 @@ loomrt_status loomrt_program_event_count(const loomrt_program *program,
   });
 }
 
+loomrt_status loomrt_program_profiled(const loomrt_program *program,
+                                      int *profiled) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE(profiled);
+    *profiled = program->impl->profiled() ? 1 : 0;
+    return Status();
+  });
+}
+
+loomrt_status loomrt_program_profile(const loomrt_program *program,
+                                     loomrt_task_timing *tasks,
+                                     int32_t num_tasks,
+                                     loomrt_task_timing *workers,
+                                     int32_t num_workers) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(program);
+    return program->impl->profile(tasks, num_tasks, workers, num_workers);
+  });
+}
+
 } // extern "C"

@@ -17,11 +17,13 @@
 #ifndef LOOM_RUNTIME_SRC_BACKEND_H
 #define LOOM_RUNTIME_SRC_BACKEND_H
 
+#include "kernels/common/DeviceAbi.h"
 #include "runtime/src/Error.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace loom {
 namespace rt {
@@ -55,6 +57,21 @@ public:
 
   /// The current value of event counter `event` (checked by the caller).
   virtual uint64_t eventCount(int32_t event) const = 0;
+
+  /// Whether launches record per-task timings (LoomTaskTiming,
+  /// kernels/common/DeviceAbi.h). Backends that cannot say no.
+  virtual bool profiled() const { return false; }
+
+  /// The raw records of the last completed launch: num_tasks task records,
+  /// then num_workers worker records, in ticks of the backend's timer;
+  /// `*nsPerTick` converts. Called only when profiled() and no launch is in
+  /// flight; the core checks and converts them (Program::profile).
+  virtual Status readProfile(std::vector<LoomTaskTiming> *records,
+                             double *nsPerTick) const {
+    (void)records;
+    (void)nsPerTick;
+    return Status(LOOMRT_ERROR_INTERNAL, "this backend records no timings");
+  }
 };
 
 class Device {

@@ -95,6 +95,9 @@ Status DeviceArtifact::check(const char *kind, const std::string &path,
     return invalid("threads_per_block is ", d.threads_per_block);
   if (d.dynamic_smem_bytes < 0)
     return invalid("dynamic_smem_bytes is ", d.dynamic_smem_bytes);
+  if (d.flags & ~uint32_t(LOOM_DEVICE_PROFILED))
+    return invalid("flags has unknown bits (", d.flags, "; known: ",
+                   LOOM_DEVICE_PROFILED, " = profiled)");
   return Status();
 }
 

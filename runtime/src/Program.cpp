@@ -4,6 +4,7 @@
 
 #include "runtime/src/Binding.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -160,6 +161,90 @@ Status Program::lastLaunchNs(uint64_t *ns) const {
     return makeError(LOOMRT_ERROR_NOT_READY, "program ", quoted(table_->name()),
                      " has not completed a launch yet");
   *ns = executable_->lastLaunchNs();
+  return Status();
+}
+
+Status Program::profile(loomrt_task_timing *tasks, int32_t numTasks,
+                        loomrt_task_timing *workers,
+                        int32_t numWorkers) const {
+  const std::string who = "program " + quoted(table_->name());
+  if ((tasks && numTasks != table_->numTasks()) || (!tasks && numTasks != 0) ||
+      (workers && numWorkers != table_->numWorkers()) ||
+      (!workers && numWorkers != 0))
+    return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, who, ": asked for ",
+                     numTasks, " task and ", numWorkers,
+                     " worker records; it has ", table_->numTasks(),
+                     " tasks and ", table_->numWorkers(),
+                     " workers (pass those counts, or a null array and 0)");
+  if (!executable_->profiled())
+    return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, who,
+                     " records no per-task timing (build it with loomc "
+                     "--profile)");
+  if (executable_->inFlight())
+    return makeError(LOOMRT_ERROR_NOT_READY, who,
+                     ": a launch is in flight; synchronize before reading "
+                     "its timing");
+  if (!failure_.ok())
+    return makeError(LOOMRT_ERROR_PROGRAM_FAILED, who, ": launch ",
+                     failedEpoch_, " failed, so its timing is incomplete");
+  if (completedLaunches_ == 0)
+    return makeError(LOOMRT_ERROR_NOT_READY, who,
+                     " has not completed a launch yet");
+
+  std::vector<LoomTaskTiming> raw;
+  double nsPerTick = 1;
+  if (Status s = executable_->readProfile(&raw, &nsPerTick); !s.ok())
+    return s;
+  const size_t nt = static_cast<size_t>(table_->numTasks());
+  const size_t nw = static_cast<size_t>(table_->numWorkers());
+  if (raw.size() != nt + nw)
+    return makeError(LOOMRT_ERROR_INTERNAL, who, ": the backend returned ",
+                     raw.size(), " timing records, expected ", nt + nw);
+  // Every record must be this launch's and in order; a stale or torn one
+  // would put a task where it never ran.
+  const uint32_t epoch = static_cast<uint32_t>(epoch_);
+  uint64_t origin = std::numeric_limits<uint64_t>::max();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const LoomTaskTiming &r = raw[i];
+    auto what = [&] {
+      return i < nt ? "task " + table_->describeTask(static_cast<int32_t>(i))
+                    : "worker " + std::to_string(i - nt);
+    };
+    if (r.epoch != epoch)
+      return makeError(LOOMRT_ERROR_INTERNAL, who, ": the timing record of ",
+                       what(), " is from launch ", r.epoch, ", not launch ",
+                       epoch, " (the kernel did not record it)");
+    if (r.worker < 0 || r.worker >= table_->numWorkers() ||
+        (i >= nt && static_cast<size_t>(r.worker) != i - nt))
+      return makeError(LOOMRT_ERROR_INTERNAL, who, ": the timing record of ",
+                       what(), " names worker ", r.worker);
+    if (r.start < r.pick || r.end < r.start)
+      return makeError(LOOMRT_ERROR_INTERNAL, who, ": the timing record of ",
+                       what(), " is out of order (pick ", r.pick, ", start ",
+                       r.start, ", end ", r.end, ")");
+    if (i >= nt)
+      origin = std::min(origin, r.pick);
+  }
+  auto convert = [&](const LoomTaskTiming &r) {
+    // A task picked before the first worker record cannot be: workers
+    // record their entry before their first pick.
+    auto ns = [&](uint64_t t) {
+      return t <= origin ? uint64_t(0)
+                         : static_cast<uint64_t>(
+                               static_cast<double>(t - origin) * nsPerTick +
+                               0.5);
+    };
+    loomrt_task_timing out{};
+    out.pick_ns = ns(r.pick);
+    out.start_ns = ns(r.start);
+    out.end_ns = ns(r.end);
+    out.worker = r.worker;
+    return out;
+  };
+  for (size_t i = 0; tasks && i < nt; ++i)
+    tasks[i] = convert(raw[i]);
+  for (size_t i = 0; workers && i < nw; ++i)
+    workers[i] = convert(raw[nt + i]);
   return Status();
 }
 

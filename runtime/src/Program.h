@@ -48,6 +48,13 @@ public:
   uint64_t epoch() const { return epoch_; }
   Status eventCount(int32_t event, uint64_t *count) const;
 
+  bool profiled() const { return executable_->profiled(); }
+  /// loomrt_program_profile: the last completed launch's records, checked
+  /// (every record of that launch, pick <= start <= end) and converted to
+  /// ns from the first worker's entry. Either output may be null.
+  Status profile(loomrt_task_timing *tasks, int32_t numTasks,
+                 loomrt_task_timing *workers, int32_t numWorkers) const;
+
 private:
   Program(std::shared_ptr<const ProgramTable> table,
           std::unique_ptr<Executable> executable, uint32_t watchdogMs);

@@ -188,20 +188,36 @@ void TaskTable::printDescriptor(llvm::raw_ostream &os,
      << "    " << runTask << "};\n";
 }
 
-void TaskTable::printMetadataJson(llvm::raw_ostream &os) const {
+llvm::json::Object TaskTable::metadataJson() const {
+  auto array = [](ArrayRef<int64_t> values) {
+    llvm::json::Array out;
+    for (int64_t v : values)
+      out.push_back(v);
+    return out;
+  };
   llvm::json::Array jsonBuffers;
-  for (const TableBuffer &b : buffers) {
-    llvm::json::Array dims;
-    for (int64_t d : b.dims)
-      dims.push_back(d);
-    jsonBuffers.push_back(llvm::json::Object{
-        {"name", b.name},
-        {"role", stringifyRole(b.role).str()},
-        {"elem", b.elem},
-        {"dims", std::move(dims)},
-        {"bound", b.bound}});
+  for (const TableBuffer &b : buffers)
+    jsonBuffers.push_back(llvm::json::Object{{"name", b.name},
+                                             {"role", stringifyRole(b.role).str()},
+                                             {"elem", b.elem},
+                                             {"dims", array(b.dims)},
+                                             {"bound", b.bound}});
+  llvm::json::Array jsonTasks;
+  for (const TableTask &t : tasks)
+    jsonTasks.push_back(llvm::json::Object{{"name", t.name},
+                                           {"waits", array(t.waits)},
+                                           {"triggers", array(t.triggers)}});
+  llvm::json::Object taskTable{{"tasks", std::move(jsonTasks)},
+                               {"event_needs", array(eventNeeds)}};
+  if (dynamic) {
+    taskTable["queue"] = array(queue);
+  } else {
+    llvm::json::Array lists;
+    for (const std::vector<int64_t> &list : workerLists)
+      lists.push_back(array(list));
+    taskTable["worker_tasks"] = std::move(lists);
   }
-  llvm::json::Object root{
+  return llvm::json::Object{
       {"symbol", graphName},
       {"target", target},
       {"abi_version", 1},
@@ -210,6 +226,51 @@ void TaskTable::printMetadataJson(llvm::raw_ostream &os) const {
       {"tasks", int64_t(tasks.size())},
       {"events", int64_t(eventNeeds.size())},
       {"workspace_bytes", workspaceBytes},
-      {"buffers", std::move(jsonBuffers)}};
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+      {"buffers", std::move(jsonBuffers)},
+      {"task_table", std::move(taskTable)}};
+}
+
+void TaskTable::printMetadataJson(llvm::raw_ostream &os) const {
+  mlir::loom::printMetadataJson(os, llvm::json::Value(metadataJson()));
+}
+
+static void printJson(llvm::raw_ostream &os, const llvm::json::Value &v,
+                      unsigned indent) {
+  if (const llvm::json::Object *object = v.getAsObject()) {
+    // Keys sorted, as llvm::json prints them: stable output.
+    std::vector<const llvm::json::Object::value_type *> entries;
+    for (const auto &entry : *object)
+      entries.push_back(&entry);
+    llvm::sort(entries, [](auto *a, auto *b) { return a->first < b->first; });
+    os << "{";
+    for (auto [i, entry] : llvm::enumerate(entries)) {
+      os << (i ? ",\n" : "\n");
+      os.indent(indent + 2) << llvm::formatv("{0}", llvm::json::Value(entry->first))
+                            << ": ";
+      printJson(os, entry->second, indent + 2);
+    }
+    os << "\n";
+    os.indent(indent) << "}";
+    return;
+  }
+  const llvm::json::Array *array = v.getAsArray();
+  if (!array || llvm::all_of(*array, [](const llvm::json::Value &e) {
+        return !e.getAsArray() && !e.getAsObject();
+      })) {
+    os << llvm::formatv("{0}", v);
+    return;
+  }
+  os << "[";
+  for (auto [i, element] : llvm::enumerate(*array)) {
+    os << (i ? ",\n" : "\n");
+    os.indent(indent + 2) << llvm::formatv("{0}", element);
+  }
+  os << "\n";
+  os.indent(indent) << "]";
+}
+
+void mlir::loom::printMetadataJson(llvm::raw_ostream &os,
+                                   const llvm::json::Value &metadata) {
+  printJson(os, metadata, 0);
+  os << "\n";
 }

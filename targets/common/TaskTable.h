@@ -10,6 +10,7 @@
 
 #include "ir/LoomOps.h"
 
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -59,9 +60,20 @@ struct TaskTable {
   /// The LoomProgramDesc initializer using those arrays and `runTask`.
   void printDescriptor(llvm::raw_ostream &os, llvm::StringRef runTask) const;
 
-  /// A JSON summary: symbol, target, buffers, workspace, grid, schedule.
+  /// The metadata: symbol, target, buffers (the argument layout),
+  /// workspace, grid (workers), and the task table (per task: name, waits,
+  /// triggers; event needs; worker lists or the queue). GPU emitters add
+  /// their launch fields before printing.
+  llvm::json::Object metadataJson() const;
+
+  /// metadataJson(), printed (printMetadataJson below).
   void printMetadataJson(llvm::raw_ostream &os) const;
 };
+
+/// Prints metadata JSON readably at any size: objects indented, arrays of
+/// scalars on one line, and the elements of other arrays (buffers, tasks,
+/// worker lists: a 32-layer decoder has 10^5 tasks) one per line.
+void printMetadataJson(llvm::raw_ostream &os, const llvm::json::Value &metadata);
 
 /// LOOM_ELEM_* for an element type ("" if unsupported).
 std::string elemEnumName(Type type);

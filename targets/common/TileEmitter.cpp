@@ -3,6 +3,7 @@
 
 #include "passes/TaskModel.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -30,8 +31,8 @@ std::string floatLiteral(double v) {
 /// Writes the tile functions of one graph.
 class TileWriter {
 public:
-  TileWriter(GraphOp graph, const TileDialect &dialect, llvm::raw_ostream &os)
-      : graph(graph), dialect(dialect), os(os) {
+  TileWriter(GraphOp graph, const TileDialect &dialect, llvm::raw_ostream &out)
+      : graph(graph), dialect(dialect), out(out) {
     bounds = GraphBounds::of(graph);
     // The runtime leading size (batch, or packed tokens) comes from the
     // first input whose leading dimension is dynamic.
@@ -54,6 +55,8 @@ public:
 
   /// `char *` of the buffer's first byte.
   std::string address(Value v) {
+    if (addresses)
+      return addressParam(baseOf(v));
     if (auto slice = v.getDefiningOp<SliceOp>())
       return "(" + address(slice.getSource()) + " + " +
              std::to_string(slice.getIndex() *
@@ -78,8 +81,36 @@ public:
 
   std::string scratch(Operation *op) {
     auto offset = op->getAttrOfType<IntegerAttr>(kScratchOffsetAttr);
+    if (addresses)
+      return "((float *)" +
+             addressParam({-1, offset ? offset.getInt() : 0}) + ")";
     return "((float *)(ws + " + std::to_string(offset ? offset.getInt() : 0) +
            "LL))";
+  }
+
+  /// The binding (-1: workspace) and byte offset of a buffer operand.
+  TileAddress baseOf(Value v) {
+    if (auto slice = v.getDefiningOp<SliceOp>()) {
+      TileAddress base = baseOf(slice.getSource());
+      base.offset += slice.getIndex() * boundedBytes(slice.getType(), bounds);
+      return base;
+    }
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return {int64_t(arg.getArgNumber()), 0};
+    auto alloc = v.getDefiningOp<AllocOp>();
+    return {-1, alloc->getAttrOfType<IntegerAttr>(kOffsetAttr).getInt()};
+  }
+
+  /// shareFunctions: the local `addr<k>` holding `a` (one per distinct
+  /// address of the function, so aliasing operands stay visibly equal).
+  std::string addressParam(TileAddress a) {
+    size_t k = 0;
+    while (k < addresses->size() && ((*addresses)[k].binding != a.binding ||
+                                     (*addresses)[k].offset != a.offset))
+      ++k;
+    if (k == addresses->size())
+      addresses->push_back(a);
+    return "addr" + std::to_string(k);
   }
 
   std::string bindingOf(Value v) {
@@ -100,28 +131,78 @@ public:
     return n;
   }
 
-  LogicalResult emitFunctions() {
+  LogicalResult emitFunctions(TileCalls *calls) {
+    std::string rt =
+        runtimeArg >= 0
+            ? "  const int64_t rt = b[" + std::to_string(runtimeArg) + "].dims[0];\n"
+            : "  const int64_t rt = " + std::to_string(bounds.dynamicExtent()) + ";\n";
+    // shareFunctions: the distinct bodies, in order of first use.
+    struct Shared {
+      std::string text; // address locals + body
+      std::string what; // "loom.linear, phase 0"
+      std::vector<int64_t> ops;
+    };
+    std::vector<Shared> shared;
+    llvm::StringMap<int64_t> sharedIndex;
+    if (dialect.shareFunctions)
+      out << "// A buffer address of a task: binding `binding`'s data (the "
+             "workspace\n// if binding < 0) plus `offset` bytes.\n"
+          << "struct LoomAddressRef {\n  int32_t binding;\n  int64_t offset;\n};\n"
+          << dialect.helperQualifier
+          << " char *loomAddress(const LoomBinding *b, char *ws, "
+             "const LoomAddressRef &r) {\n"
+             "  return (r.binding < 0 ? ws : (char *)b[r.binding].data) + "
+             "r.offset;\n}\n\n";
+
     for (Operation &op : graph.getBodyBlock()) {
       auto id = op.getAttrOfType<IntegerAttr>(kOpIdAttr);
       auto partition = op.getAttrOfType<PartitionAttr>(kPartitionAttr);
       if (!id || !partition)
         continue;
       for (int64_t phase = 0; phase < int64_t(partition.getTasks().size()); ++phase) {
-        os << "// " << op.getName().getStringRef() << " #" << id.getInt()
-           << ", phase " << phase << "\n";
-        os << dialect.qualifier << " int32_t " << tileFunctionName(id.getInt(), phase)
-           << "(int64_t tile, const LoomBinding *b, char *ws" << dialect.extraParams
-           << ") {\n";
-        os << "  (void)b; (void)ws;\n";
-        if (runtimeArg >= 0)
-          os << "  const int64_t rt = b[" << runtimeArg << "].dims[0];\n";
-        else
-          os << "  const int64_t rt = " << bounds.dynamicExtent() << ";\n";
-        os << "  (void)rt;\n";
-        if (failed(emitBody(&op, partition, phase)))
+        body.clear();
+        std::vector<TileAddress> list;
+        addresses = dialect.shareFunctions ? &list : nullptr;
+        LogicalResult emitted = emitBody(&op, partition, phase);
+        addresses = nullptr;
+        if (failed(emitted))
           return failure();
-        os << "  return 0;\n}\n\n";
+        os.flush();
+        if (!dialect.shareFunctions) {
+          out << "// " << op.getName().getStringRef() << " #" << id.getInt()
+              << ", phase " << phase << "\n";
+          out << dialect.qualifier << " int32_t " << tileFunctionName(id.getInt(), phase)
+              << "(int64_t tile, const LoomBinding *b, char *ws" << dialect.extraParams
+              << ") {\n";
+          out << "  (void)b; (void)ws;\n" << rt << "  (void)rt;\n" << body
+              << "  return 0;\n}\n\n";
+          continue;
+        }
+        std::string text;
+        for (size_t k = 0; k < list.size(); ++k)
+          text += "  char *const addr" + std::to_string(k) +
+                  " = loomAddress(b, ws, r[" + std::to_string(k) + "]);\n";
+        text += body;
+        auto [it, inserted] = sharedIndex.try_emplace(text, shared.size());
+        if (inserted)
+          shared.push_back({text,
+                            (op.getName().getStringRef() + ", phase " + Twine(phase)).str(),
+                            {}});
+        shared[it->second].ops.push_back(id.getInt());
+        (*calls)[{id.getInt(), phase}] = TileCall{it->second, std::move(list)};
       }
+    }
+    for (auto [index, fn] : llvm::enumerate(shared)) {
+      out << "// " << fn.what << ": op" << (fn.ops.size() > 1 ? "s" : "");
+      for (auto [i, opId] : llvm::enumerate(fn.ops))
+        out << (i ? ", #" : " #") << opId;
+      out << "\n"
+          << dialect.qualifier << " int32_t " << sharedTileFunctionName(index)
+          << "(int64_t tile, const LoomBinding *b, char *ws, const LoomAddressRef *r"
+          << dialect.extraParams << ") {\n"
+          << "  (void)b; (void)ws; (void)r;\n"
+          << rt << "  (void)rt;\n"
+          << fn.text << "  return 0;\n}\n\n";
     }
     return success();
   }
@@ -338,7 +419,12 @@ public:
 private:
   GraphOp graph;
   const TileDialect &dialect;
-  llvm::raw_ostream &os;
+  llvm::raw_ostream &out;
+  /// The body of the function being written (emitBody writes to `os`).
+  std::string body;
+  llvm::raw_string_ostream os{body};
+  /// shareFunctions: the addresses of the function being written.
+  std::vector<TileAddress> *addresses = nullptr;
   GraphBounds bounds;
   int64_t runtimeArg = -1;
 };
@@ -349,8 +435,14 @@ std::string mlir::loom::tileFunctionName(int64_t opId, int64_t phase) {
   return llvm::formatv("op{0}_phase{1}", opId, phase).str();
 }
 
+std::string mlir::loom::sharedTileFunctionName(int64_t index) {
+  return llvm::formatv("tile{0}", index).str();
+}
+
 LogicalResult mlir::loom::emitTileFunctions(GraphOp graph,
                                             const TileDialect &dialect,
-                                            llvm::raw_ostream &os) {
-  return TileWriter(graph, dialect, os).emitFunctions();
+                                            llvm::raw_ostream &os,
+                                            TileCalls *calls) {
+  assert((!dialect.shareFunctions || calls) && "shared functions need calls");
+  return TileWriter(graph, dialect, os).emitFunctions(calls);
 }

@@ -7,15 +7,24 @@
 // the bodies, function qualifiers, extra arguments such as shared memory),
 // which `TileDialect` carries.
 //
+// By default every (layer op, phase) gets its own function with its buffer
+// addresses baked in. With TileDialect::shareFunctions the addresses become
+// a table the caller passes (`const LoomAddressRef *r`), and (op, phase)s
+// whose code is then the same — a decoder's layers — share one function:
+// the source no longer grows with the layer count (AMD inlines every body
+// into one kernel, where 32 copies of each would not compile).
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_TARGETS_COMMON_TILEEMITTER_H
 #define LOOM_TARGETS_COMMON_TILEEMITTER_H
 
 #include "ir/LoomOps.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::loom {
 
@@ -27,15 +36,45 @@ struct TileDialect {
   std::string bodyTemplate;///< e.g. "<kThreads>": explicit template args of bodies
   /// Bodies return an int32_t status (0: ok) that the tile passes on.
   bool bodiesReturnStatus = false;
+  /// Share functions between (op, phase)s, addresses as parameters.
+  bool shareFunctions = false;
+  /// Qualifiers of the small helpers shared functions use (loomAddress).
+  std::string helperQualifier = "static inline";
 };
+
+/// One buffer address a shared tile function takes: the data of binding
+/// `binding` (-1: the workspace) plus `offset` bytes. The emitted source
+/// declares it as `struct LoomAddressRef { int32_t binding; int64_t offset; }`.
+struct TileAddress {
+  int64_t binding;
+  int64_t offset;
+};
+
+/// How one (op, phase) runs in shareFunctions mode: which shared function,
+/// with which addresses (its `r[0..n)`).
+struct TileCall {
+  int64_t function;
+  std::vector<TileAddress> addresses;
+};
+
+/// (op id, phase) -> its call.
+using TileCalls = llvm::DenseMap<std::pair<int64_t, int64_t>, TileCall>;
 
 /// Writes `static int32_t op<N>_phase<P>(int64_t tile, const LoomBinding *b,
 /// char *ws <extraParams>)` for every (layer op, phase) of a scheduled graph.
+/// With dialect.shareFunctions, writes LoomAddressRef and loomAddress(), then
+/// `tile<F>(int64_t tile, const LoomBinding *b, char *ws,
+/// const LoomAddressRef *r <extraParams>)` once per distinct body, and fills
+/// `calls` (required then).
 LogicalResult emitTileFunctions(GraphOp graph, const TileDialect &dialect,
-                                llvm::raw_ostream &os);
+                                llvm::raw_ostream &os,
+                                TileCalls *calls = nullptr);
 
 /// The name of the tile function of (op id, phase).
 std::string tileFunctionName(int64_t opId, int64_t phase);
+
+/// The name of shared tile function `index` (shareFunctions mode).
+std::string sharedTileFunctionName(int64_t index);
 
 } // namespace mlir::loom
 

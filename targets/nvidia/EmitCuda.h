@@ -3,18 +3,14 @@
 #define LOOM_TARGETS_NVIDIA_EMITCUDA_H
 
 #include "ir/LoomOps.h"
+#include "targets/common/DeviceEmitter.h"
 
 #include <string>
 
 namespace mlir::loom {
 
-/// What the runtime needs besides the code object.
-struct CudaKernelInfo {
-  std::string kernelName = "loom_kernel";
-  int threadsPerBlock = 256;
-  int dynamicSmemBytes = 0;
-  std::string bodies; ///< which task bodies the kernel uses, for reports
-};
+/// The launch fields of LoomDeviceProgram (targets/common/DeviceEmitter.h).
+using CudaKernelInfo = DeviceKernelInfo;
 
 /// Emits the CUDA translation unit of a scheduled graph: the task table in
 /// device memory, one tile function per (layer op, phase) calling the bodies

@@ -19,7 +19,7 @@
 #                  body's constants out of the task loop and SGPRs spill to
 #                  VGPR lanes (no scratch): reported as WARN. They are
 #                  compiled a second time with -mllvm -disable-machine-licm
-#                  (the flag recommended for EmitHip's compile line), where
+#                  (as loomc compiles generated programs), where
 #                  they must have no SGPR spills and no scratch;
 #   MFMA           v_mfma_f32_16x16x4_f32 in the KDA kernels,
 #                  v_mfma_f32_16x16x32_bf16 in the MLA split and linear

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/check/Check.h"
+#include "tools/check/CheckInternal.h"
 #include "tools/check/CheckUtil.h"
 
 #include "kernels/common/ProgramAbi.h"
@@ -17,6 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -393,6 +397,100 @@ TEST(CheckRun, FailedLaunchIsReported) {
   ASSERT_NE(c, nullptr);
   EXPECT_FALSE(c->ok);
   EXPECT_NE(r.text.find("LOOMRT_ERROR_TASK_FAILED"), std::string::npos);
+}
+
+RunReport runUnchecked(const char *program) {
+  RunOptions options;
+  options.launches = 2;
+  options.kvLens = {0, 1, 5, 9, 30};
+  options.oracle = false;
+  RunReport r = runAndCheck(smallMlaSpec(), program, options);
+  std::cout << r.text;
+  return r;
+}
+
+TEST(CheckRun, WithoutTheOracleTheCheapChecksStillFail) {
+  RunReport good = runUnchecked(LOOM_CHECK_PROG_GOOD);
+  EXPECT_TRUE(good.ok);
+  EXPECT_FALSE(good.oracleChecked);
+  EXPECT_EQ(find(good, "o"), nullptr); // nothing compared with the oracle
+  EXPECT_NE(good.text.find("NOT CHECKED against the oracle"), std::string::npos);
+  EXPECT_NE(good.text.find("\nUNCHECKED check_mla"), std::string::npos);
+  EXPECT_EQ(good.text.find("\nPASS"), std::string::npos);
+  EXPECT_NE(good.resultJson.find("\"check\":\"none\""), std::string::npos);
+  // Unwritten lse stays NaN: found without the oracle.
+  RunReport nolse = runUnchecked(LOOM_CHECK_PROG_NOLSE);
+  EXPECT_FALSE(nolse.ok);
+  ASSERT_NE(find(nolse, "outputs written (no NaN)"), nullptr);
+  EXPECT_FALSE(find(nolse, "outputs written (no NaN)")->ok);
+  EXPECT_NE(nolse.text.find("\nFAIL check_mla"), std::string::npos);
+  // So are writes past the bound rows and into inputs.
+  EXPECT_FALSE(find(runUnchecked(LOOM_CHECK_PROG_OVERRUN),
+                    "guards past outputs")->ok);
+  EXPECT_FALSE(find(runUnchecked(LOOM_CHECK_PROG_CLOBBER),
+                    "read-only buffers kept")->ok);
+  // A wrong value is not something these checks can see: that is what
+  // "not checked" means.
+  EXPECT_TRUE(runUnchecked(LOOM_CHECK_PROG_WRONG).ok);
+}
+
+TEST(CheckRun, BenchTimesBackToBackLaunchesAndRotatesInputs) {
+  RunOptions options;
+  options.launches = 1;
+  options.kvLens = {0, 1, 5, 9, 30};
+  options.bench = 7;
+  options.warmupLaunches = 3;
+  options.warmupMs = 0;
+  options.rotate = 3;
+  RunReport r = runAndCheck(smallMlaSpec(), LOOM_CHECK_PROG_GOOD, options);
+  std::cout << r.text;
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.warmupLaunches, 3);
+  for (const TimeStats *t : {&r.benchDevice, &r.benchWall}) {
+    EXPECT_EQ(t->count, 7);
+    EXPECT_GT(t->min, 0);
+    EXPECT_LE(t->min, t->median);
+    EXPECT_LE(t->median, t->p90);
+  }
+  // The wall time of a launch includes its device time.
+  EXPECT_GE(r.benchWall.median, r.benchDevice.min);
+  EXPECT_NE(r.text.find("rotated over 3 copies"), std::string::npos);
+  EXPECT_NE(r.resultJson.find("\"rotate\":3"), std::string::npos);
+  // Timing does not hide a broken program: one that clobbers an input
+  // still fails with --bench and --rotate.
+  options.rotate = 2;
+  RunReport clobber =
+      runAndCheck(smallMlaSpec(), LOOM_CHECK_PROG_CLOBBER, options);
+  EXPECT_FALSE(find(clobber, "read-only buffers kept")->ok);
+}
+
+TEST(CheckRun, TraceIsWrittenForHostPrograms) {
+  RunOptions options;
+  options.launches = 1;
+  options.kvLens = {0, 1, 5, 9, 30};
+  options.tracePath = ::testing::TempDir() + "check_mla_trace.json";
+  RunReport r = runAndCheck(smallMlaSpec(), LOOM_CHECK_PROG_GOOD, options);
+  std::cout << r.text;
+  EXPECT_TRUE(r.ok);
+  EXPECT_NE(r.text.find("trace of launch 1 written to"), std::string::npos);
+  EXPECT_NE(r.text.find("critical path:"), std::string::npos);
+  std::ifstream in(options.tracePath);
+  std::string json((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"cat\":\"task\""), std::string::npos);
+  options.tracePath = "/nonexistent/dir/trace.json";
+  EXPECT_THROW(runAndCheck(smallMlaSpec(), LOOM_CHECK_PROG_GOOD, options),
+               std::runtime_error);
+}
+
+TEST(CheckRun, TimeStatsUseNearestRank) {
+  TimeStats s = loom::check::detail::timeStats({5, 1, 4, 2, 3, 10, 6, 7, 8, 9});
+  EXPECT_EQ(s.count, 10);
+  EXPECT_EQ(s.min, 1);
+  EXPECT_EQ(s.median, 5.5);
+  EXPECT_EQ(s.p90, 9);
+  EXPECT_EQ(s.mean, 5.5);
+  EXPECT_EQ(loom::check::detail::timeStats({}).count, 0);
 }
 
 TEST(CheckRun, SetupErrorsThrow) {

@@ -176,6 +176,21 @@ loom_device_program(void) {
     t.mode = LOOM_SCHEDULE_DYNAMIC;
     return build("dynamic", t);
   }
+  if (v == "profiled") {
+    auto *p = const_cast<LoomDeviceProgram *>(build("profiled", chain()));
+    p->flags = LOOM_DEVICE_PROFILED;
+    return p;
+  }
+  if (v == "unrecorded") {
+    auto *p = const_cast<LoomDeviceProgram *>(build("unrecorded", chain()));
+    p->flags = LOOM_DEVICE_PROFILED;
+    return p;
+  }
+  if (v == "badflags") {
+    auto *p = const_cast<LoomDeviceProgram *>(build("badflags", chain()));
+    p->flags = 0x80;
+    return p;
+  }
 
   auto *p = const_cast<LoomDeviceProgram *>(build("chain", chain()));
   if (v == "bigsmem")

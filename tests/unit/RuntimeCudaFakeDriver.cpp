@@ -194,6 +194,27 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     return 0;
   };
 
+  // A profiled kernel's records (kernels/nvidia/Interpreter.cuh,
+  // loomProfiledLoop), with the host's steady clock for %globaltimer.
+  auto nowNs = [] {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            Clock::now().time_since_epoch())
+            .count());
+  };
+  // A program named "unrecorded" claims a profile but records nothing.
+  auto record = [&](int32_t index, uint64_t pick, uint64_t start) {
+    if (!args.profile || std::strcmp(p->name, "unrecorded") == 0)
+      return;
+    LoomTaskTiming &r = args.profile[index];
+    r.pick = pick;
+    r.start = start;
+    r.end = nowNs();
+    r.worker = w;
+    r.epoch = static_cast<uint32_t>(args.epoch);
+  };
+  const uint64_t entry = nowNs();
+
   const bool dynamic = p->mode == LOOM_SCHEDULE_DYNAMIC;
   unsigned long long *queue = args.events + p->num_events;
   const unsigned long long ticketBase =
@@ -212,10 +233,12 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     }
     if (task < 0)
       break;
+    const uint64_t pick = nowNs();
     for (int32_t k = p->task_wait_begin[task]; k < p->task_wait_begin[task + 1];
          ++k)
       if (await(task, p->wait_events[k]) != 0)
         return leave();
+    const uint64_t start = nowNs();
     int32_t error = body(task);
     if (error == -1000) {
       launch->faulted = true;
@@ -227,11 +250,13 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
       raiseAbort();
       return leave();
     }
+    record(task, pick, start); // before the triggers, as the loop does
     for (int32_t k = p->task_trigger_begin[task];
          k < p->task_trigger_begin[task + 1]; ++k)
       __atomic_fetch_add(&args.events[p->trigger_events[k]], 1ull,
                          __ATOMIC_RELEASE);
   }
+  record(p->num_tasks + w, entry, entry);
   publishWait(-1, -1, 0, 0);
   store(&me->error, 0);
   leave();

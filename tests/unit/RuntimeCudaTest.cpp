@@ -736,6 +736,81 @@ TEST_F(FakeCuda, RunsAChainOverSeveralLaunches) {
   expectNoLeaks();
 }
 
+TEST_F(FakeCuda, ProfiledArtifactRecordsEveryTask) {
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt_program *raw = nullptr;
+    // An ordinary artifact records nothing and says so.
+    ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
+    {
+      loomrt::Program plain(raw);
+      Chain chain(device.get(), raw);
+      EXPECT_FALSE(plain.profiled());
+      plain.run();
+      loomrt_task_timing t[7];
+      EXPECT_ERROR(loomrt_program_profile(raw, t, 7, nullptr, 0),
+                   LOOMRT_ERROR_INVALID_ARGUMENT,
+                   "program 'chain' records no per-task timing (build it "
+                   "with loomc --profile)");
+    }
+    ASSERT_EQ(load(device.get(), "profiled", &raw), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    loomrt::Program program(raw);
+    Chain chain(device.get(), raw);
+    EXPECT_TRUE(program.profiled());
+    loomrt_task_timing t[7];
+    EXPECT_ERROR(loomrt_program_profile(raw, t, 7, nullptr, 0),
+                 LOOMRT_ERROR_NOT_READY,
+                 "program 'profiled' has not completed a launch yet");
+    for (int launch = 1; launch <= 2; ++launch) {
+      program.run();
+      std::vector<loomrt_task_timing> tasks, workers;
+      program.profile(&tasks, &workers);
+      ASSERT_EQ(tasks.size(), 7u);
+      ASSERT_EQ(workers.size(), 3u);
+      uint64_t firstEntry = UINT64_MAX;
+      for (int32_t w = 0; w < 3; ++w) {
+        EXPECT_EQ(workers[w].worker, w);
+        firstEntry = std::min(firstEntry, workers[w].start_ns);
+      }
+      EXPECT_EQ(firstEntry, 0u); // the origin
+      for (int32_t i = 0; i < 7; ++i) {
+        const loomrt_task_timing &r = tasks[size_t(i)];
+        EXPECT_EQ(r.worker, i % 3) << "task " << i; // chain(): task i on i % 3
+        EXPECT_LE(r.pick_ns, r.start_ns);
+        EXPECT_LE(r.start_ns, r.end_ns);
+        EXPECT_GE(r.pick_ns, workers[size_t(r.worker)].start_ns);
+        EXPECT_LE(r.end_ns, workers[size_t(r.worker)].end_ns);
+        // Task i waits for task i - 1's event: it cannot start earlier.
+        if (i > 0) {
+          EXPECT_GE(r.start_ns, tasks[size_t(i - 1)].end_ns) << "task " << i;
+        }
+      }
+    }
+    EXPECT_ERROR(loomrt_program_profile(raw, t, 6, nullptr, 0),
+                 LOOMRT_ERROR_INVALID_ARGUMENT,
+                 "program 'profiled': asked for 6 task and 0 worker records; "
+                 "it has 7 tasks and 3 workers (pass those counts, or a null "
+                 "array and 0)");
+  }
+  {
+    // A kernel that says it records but does not: caught, not returned.
+    loomrt::Device device("cuda", 0);
+    loomrt_program *raw = nullptr;
+    ASSERT_EQ(load(device.get(), "unrecorded", &raw), LOOMRT_SUCCESS);
+    loomrt::Program program(raw);
+    Chain chain(device.get(), raw);
+    program.run();
+    loomrt_task_timing t[7];
+    EXPECT_ERROR(loomrt_program_profile(raw, t, 7, nullptr, 0),
+                 LOOMRT_ERROR_INTERNAL,
+                 "program 'unrecorded': the timing record of task "
+                 "'step#0[0]' (id 0) is from launch 0, not launch 1 (the "
+                 "kernel did not record it)");
+  }
+  expectNoLeaks();
+}
+
 TEST_F(FakeCuda, LaunchWithoutSynchronizeWaitsForThePrevious) {
   loomrt::Device device("cuda", 0);
   loomrt_program *raw = nullptr;
@@ -1029,9 +1104,15 @@ TEST_F(FakeCuda, BadArtifacts) {
                      "kernel image is invalid)");
     EXPECT_ERROR(load(device.get(), "badabi", &program),
                  LOOMRT_ERROR_ABI_MISMATCH,
+                 "cuda program " + a + " has device ABI version " +
+                     std::to_string(LOOM_DEVICE_ABI_VERSION + 1) +
+                     "; this runtime reads version " +
+                     std::to_string(LOOM_DEVICE_ABI_VERSION) +
+                     " (rebuild it)");
+    EXPECT_ERROR(load(device.get(), "badflags", &program),
+                 LOOMRT_ERROR_INVALID_PROGRAM,
                  "cuda program " + a +
-                     " has device ABI version 2; this runtime reads version "
-                     "1 (rebuild it)");
+                     ": flags has unknown bits (128; known: 1 = profiled)");
     EXPECT_ERROR(load(device.get(), "badprogabi", &program),
                  LOOMRT_ERROR_ABI_MISMATCH,
                  "cuda program " + a +

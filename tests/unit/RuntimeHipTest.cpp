@@ -1218,7 +1218,9 @@ TEST(HipChecks, ArtifactChecksNameTheKind) {
   Status s = DeviceArtifact::check("hip", "a.so", d);
   EXPECT_EQ(s.code(), LOOMRT_ERROR_ABI_MISMATCH);
   EXPECT_EQ(s.message(), "hip program 'a.so' has device ABI version 99; this "
-                         "runtime reads version 1 (rebuild it)");
+                         "runtime reads version " +
+                             std::to_string(LOOM_DEVICE_ABI_VERSION) +
+                             " (rebuild it)");
   d.abi_version = LOOM_DEVICE_ABI_VERSION;
   d.code_object_size = 0;
   s = DeviceArtifact::check("hip", "a.so", d);
@@ -1560,9 +1562,10 @@ TEST_F(HipFake, LoadRefusalsAreClean) {
                    "' (gfx950, 32 bytes): hipErrorInvalidImage (device kernel "
                    "image is invalid)");
   EXPECT_ERROR(load("badabi"), LOOMRT_ERROR_ABI_MISMATCH,
-               "hip program '" + path +
-                   "' has device ABI version 2; this runtime reads version 1 "
-                   "(rebuild it)");
+               "hip program '" + path + "' has device ABI version " +
+                   std::to_string(LOOM_DEVICE_ABI_VERSION + 1) +
+                   "; this runtime reads version " +
+                   std::to_string(LOOM_DEVICE_ABI_VERSION) + " (rebuild it)");
   EXPECT_ERROR(load("null"), LOOMRT_ERROR_LOAD_FAILED,
                "hip program '" + path +
                    "': loom_device_program() returned "

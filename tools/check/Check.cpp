@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -150,6 +151,7 @@ void *Session::allocate(const std::string &name, size_t bytes) {
   const LoomBufferDesc &d = desc(name);
   Buffer &b = buffers_[name];
   b.output = d.role == LOOM_ROLE_OUTPUT;
+  b.role = d.role;
   b.bytes = std::max<size_t>(bytes, 1);
   size_t total = b.bytes + (b.output ? kGuardBytes : 0);
   try {
@@ -214,6 +216,7 @@ void Session::bind(const std::string &name, const std::vector<int64_t> &dims) {
   b.boundBytes = size_t(elems) * elemSize(d.elem);
   if (b.boundBytes > b.bytes)
     fail("internal: buffer '" + name + "' bound beyond its allocation");
+  b.boundDims = dims;
   try {
     if (dims.empty())
       program_.bind(name, b.memory.get());
@@ -339,6 +342,74 @@ int64_t Session::damagedGuards(std::string *where) {
   return damaged;
 }
 
+int64_t Session::unwrittenOutputs(std::string *where) {
+  int64_t total = 0;
+  for (auto &[name, b] : buffers_) {
+    if (!b.output || b.boundBytes == 0)
+      continue;
+    const LoomBufferDesc &d = desc(name);
+    const size_t es = elemSize(d.elem);
+    HostTensor t(d.elem, {int64_t(b.boundBytes / es)});
+    device_.copy(t.data(), b.memory.get(), t.sizeBytes());
+    const bool isFloat = d.elem == LOOM_ELEM_BF16 || d.elem == LOOM_ELEM_F16 ||
+                         d.elem == LOOM_ELEM_F32;
+    int64_t here = 0;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      here += isFloat ? std::isnan(t.get(i)) : isPoison(t, i);
+    if (here && where)
+      *where += (where->empty() ? "" : ", ") + name + " (" +
+                std::to_string(here) + " of " + std::to_string(t.numel()) +
+                ")";
+    total += here;
+  }
+  return total;
+}
+
+size_t Session::makeRotation(int copies, size_t maxBytes) {
+  size_t perSet = 0;
+  for (auto &[name, b] : buffers_)
+    if (b.role == LOOM_ROLE_INPUT || b.role == LOOM_ROLE_CACHE ||
+        b.role == LOOM_ROLE_META)
+      perSet += b.bytes;
+  const size_t extra = perSet * size_t(copies - 1);
+  if (extra > maxBytes)
+    fail("--rotate " + std::to_string(copies) + " needs " +
+         humanBytes(double(extra)) + " of copies of the inputs, caches and "
+         "meta buffers (" + humanBytes(double(perSet)) +
+         " per set); the limit is " + humanBytes(double(maxBytes)) +
+         ": use fewer copies");
+  for (auto &[name, b] : buffers_) {
+    if (!(b.role == LOOM_ROLE_INPUT || b.role == LOOM_ROLE_CACHE ||
+          b.role == LOOM_ROLE_META))
+      continue;
+    b.copies.clear();
+    for (int c = 1; c < copies; ++c) {
+      try {
+        b.copies.push_back(device_.alloc(b.bytes));
+      } catch (const loomrt::Error &e) {
+        fail("--rotate: cannot allocate copy " + std::to_string(c) + " of '" +
+             name + "' (" + humanBytes(double(b.bytes)) + "): " + e.what());
+      }
+      device_.copy(b.copies.back().get(), b.memory.get(), b.bytes);
+    }
+  }
+  rotation_ = copies;
+  return perSet;
+}
+
+void Session::bindRotation(int index) {
+  const int copy = index % rotation_;
+  for (auto &[name, b] : buffers_) {
+    if (b.copies.empty())
+      continue;
+    void *data = copy == 0 ? b.memory.get() : b.copies[size_t(copy - 1)].get();
+    if (b.boundDims.empty())
+      program_.bind(name, data);
+    else
+      program_.bind(name, data, b.boundDims);
+  }
+}
+
 uint64_t Session::launch() {
   program_.launch();
   program_.synchronize();
@@ -394,6 +465,18 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
   CheckSet checks;
   std::vector<double> launchMs;
   double oracleS = 0;
+  // The cheap checks every launch gets, with or without the oracle.
+  auto cheapChecks = [&] {
+    std::string where;
+    int64_t damaged = session.damagedGuards(&where);
+    checks.add("guards past outputs", "elements written", 0, double(damaged),
+               damaged ? "written past the bound rows of: " + where : "");
+    std::string changedWhere;
+    int64_t changed = session.changedInputs(&changedWhere);
+    checks.add("read-only buffers kept", "elements (weights: buffers) changed",
+               0, double(changed), changed ? "changed: " + changedWhere : "");
+  };
+  bool launched = true;
   for (int launch = 1; launch <= options.launches; ++launch) {
     Rng launchRng = rng.fork(uint64_t(launch));
     try {
@@ -410,20 +493,23 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
       checks.fail("launch", "launch " + std::to_string(launch) + " failed (" +
                                 loomrt_status_name(e.status()) + "): " +
                                 e.what());
+      launched = false;
       break;
     }
     auto verifyStart = std::chrono::steady_clock::now();
     try {
-      family->verify(checks, launch);
-      std::string where;
-      int64_t damaged = session.damagedGuards(&where);
-      checks.add("guards past outputs", "elements written", 0, double(damaged),
-                 damaged ? "written past the bound rows of: " + where : "");
-      std::string changedWhere;
-      int64_t changed = session.changedInputs(&changedWhere);
-      checks.add("read-only buffers kept", "elements (weights: buffers) changed", 0,
-                 double(changed),
-                 changed ? "changed: " + changedWhere : "");
+      if (options.oracle) {
+        family->verify(checks, launch);
+      } else {
+        // Without the oracle: at least every output element was written
+        // with a number (the poison is NaN; a kernel that skips a row or
+        // produces NaN shows here).
+        std::string where;
+        int64_t left = session.unwrittenOutputs(&where);
+        checks.add("outputs written (no NaN)", "NaN or poison elements", 0,
+                   double(left), left ? "in: " + where : "");
+      }
+      cheapChecks();
     } catch (const loomrt::Error &e) {
       fail("runtime error while reading launch " + std::to_string(launch) +
            ": " + e.what());
@@ -437,15 +523,37 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
                    .count();
   }
 
+  // Timed launches on the last launch's inputs, then the cheap checks once
+  // more: the guards must have survived every timed launch too.
+  std::ostringstream extra;
+  if (options.bench > 0 && launched) {
+    try {
+      runBench(session, options, report, extra);
+      cheapChecks();
+    } catch (const loomrt::Error &e) {
+      checks.fail("bench", std::string("a timed launch failed (") +
+                               loomrt_status_name(e.status()) + "): " +
+                               e.what());
+      launched = false;
+    }
+  }
+  if (!options.tracePath.empty() && launched)
+    writeTrace(session, options,
+               spec.name + " on " + session.deviceDescription(), extra);
+
   report.checks = checks.checks();
   report.ok = checks.ok();
   report.launchMs = median(launchMs);
+  report.oracleChecked = options.oracle;
 
   std::ostringstream os;
   os << spec.name << " (" << loom::spec::familyName(spec) << ")\n";
   os << "  " << session.programSummary() << "\n";
   os << "  seed " << report.seed << ", " << options.launches
      << " launches; " << family->sizes() << "\n";
+  if (!options.oracle)
+    os << "  NOT CHECKED against the oracle (--check=none): only guards, "
+          "read-only buffers and NaN/poison in the outputs were checked\n";
   os << checks.table();
   std::string per;
   for (double ms : launchMs)
@@ -453,11 +561,20 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "  launch time: median %.3f ms (%s); setup %.1f s, "
-                "readback + oracle %.1f s\n",
-                report.launchMs, per.c_str(), setupS, oracleS);
+                "readback + %s %.1f s\n",
+                report.launchMs, per.c_str(), setupS,
+                options.oracle ? "oracle" : "cheap checks", oracleS);
   os << buf;
-  os << (report.ok ? "PASS" : "FAIL") << " " << spec.name << " (seed "
-     << report.seed << ")\n";
+  os << extra.str();
+  if (options.oracle)
+    os << (report.ok ? "PASS" : "FAIL") << " " << spec.name << " (seed "
+       << report.seed << ")\n";
+  else
+    os << (report.ok ? "UNCHECKED" : "FAIL") << " " << spec.name << " (seed "
+       << report.seed << "): outputs not compared with the oracle"
+       << (report.ok ? "; the cheap checks passed" : "") << "\n";
+  report.resultJson =
+      resultJson(spec, session, options, report, family->sizes(), launchMs);
   report.text = os.str();
   return report;
 }

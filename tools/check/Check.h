@@ -49,6 +49,39 @@ struct RunOptions {
   /// > 0: the watchdog timeout of the program; 0: the runtime's default
   /// (LOOM_WATCHDOG_MS or 10 s).
   int64_t watchdogMs = 0;
+
+  /// false (loom-run --check=none): the outputs are not compared with the
+  /// oracle (for stacks whose fp64 oracle is too slow). Every launch still
+  /// gets fresh inputs and poisoned outputs, and the cheap checks still run:
+  /// guards past the outputs, read-only buffers kept, no NaN (poison) left
+  /// in the outputs. The report says plainly that nothing was checked
+  /// against the oracle.
+  bool oracle = true;
+
+  /// > 0 (--bench N): after the launches above, warm up (at least
+  /// warmupLaunches launches and warmupMs of them, so the GPU leaves its
+  /// idle clocks), then time `bench` back-to-back launches on the last
+  /// launch's inputs (Bench.cpp).
+  int bench = 0;
+  int warmupLaunches = 20;
+  double warmupMs = 200;
+  /// >= 2 (--rotate K): bind K copies of every input, cache and meta buffer
+  /// round-robin during warm-up and timing, so the L2 does not keep one
+  /// launch's inputs for the next. Weights are not copied (every spec's are
+  /// many times the L2), outputs are not either.
+  int rotate = 1;
+
+  /// Non-empty (--trace FILE): write the last launch's per-task timing as
+  /// Chrome trace JSON there and add a per-(op, phase) summary to the
+  /// report (Trace.h). Needs a profiled program (loomrt_program_profiled:
+  /// host programs always are; GPU artifacts with loomc --profile).
+  std::string tracePath;
+};
+
+/// min / median / p90 / mean of a set of times, in ms.
+struct TimeStats {
+  int count = 0;
+  double min = 0, median = 0, p90 = 0, mean = 0;
 };
 
 /// One comparison, worst over all launches.
@@ -65,7 +98,17 @@ struct RunReport {
   uint64_t seed = 0;        ///< the seed used (drawn when options.seed == 0)
   std::vector<Check> checks;
   double launchMs = 0;      ///< median of the launches' wall times (loomrt)
+  bool oracleChecked = true; ///< false: --check=none, outputs not compared
+  /// --bench: device time per launch (loomrt_program_last_launch_ns) and
+  /// the host's wall time from one launch to the next (rebind, launch,
+  /// synchronize); count 0 without --bench.
+  TimeStats benchDevice, benchWall;
+  int warmupLaunches = 0;   ///< launches before the timed ones
+  double warmupMs = 0;
   std::string text;         ///< a short human-readable table of all of it
+  /// One line of JSON (no newline) with the run's facts and numbers, which
+  /// loom-run prints as `RESULT {...}` for scripts to tabulate.
+  std::string resultJson;
 };
 
 /// Runs `programPath` (compiled from `spec`; pass the spec exactly as the

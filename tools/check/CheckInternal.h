@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,19 @@ public:
   void poisonOutputs();
   /// Elements of the guard regions that lost their poison.
   int64_t damagedGuards(std::string *where);
+  /// Elements of the bound outputs that are NaN (floats: any NaN, the
+  /// poison included) or the poison pattern (ints): what an unchecked run
+  /// can still find wrong, cheaply.
+  int64_t unwrittenOutputs(std::string *where);
+
+  /// --rotate: makes `copies - 1` more copies (device to device) of every
+  /// allocated input, cache and meta buffer; returns the bytes of one set.
+  /// Throws when that would need more than `maxBytes` in all.
+  size_t makeRotation(int copies, size_t maxBytes);
+  /// Rebinds every rotated buffer to copy `index` % copies (0: the
+  /// original) with the dims it was last bound at.
+  void bindRotation(int index);
+  int rotationCopies() const { return rotation_; }
 
   /// Launches once and waits; the launch's wall time in ns. Throws
   /// loomrt::Error when the launch fails.
@@ -95,6 +109,10 @@ public:
   std::string programSummary() const;
   loomrt::Device &device() { return device_; }
   loomrt::Program &program() { return program_; }
+  const LoomProgramDesc &programDesc() const { return program_.desc(); }
+  const std::string &path() const { return path_; }
+  /// "cuda device 0 (NVIDIA H200, ...)".
+  std::string deviceDescription() const { return device_.describe(); }
 
 private:
   struct Buffer {
@@ -102,6 +120,9 @@ private:
     size_t bytes = 0;
     size_t boundBytes = 0; ///< bytes covered by the current binding
     bool output = false;
+    int32_t role = 0;
+    std::vector<int64_t> boundDims; ///< of the last bind; empty: static
+    std::vector<loomrt::Memory> copies; ///< --rotate: copies 1..K-1
   };
   static constexpr size_t kGuardBytes = 4096;
 
@@ -121,6 +142,7 @@ private:
   std::string path_;
   std::map<std::string, Buffer> buffers_;
   std::vector<Expectation> expectations_;
+  int rotation_ = 1;
 };
 
 /// A 64-bit hash of `bytes` bytes (word-wise; for "unchanged" checks only).
@@ -151,6 +173,23 @@ std::unique_ptr<Family> makeDecoderFamily(Session &session,
 
 /// Throws std::runtime_error(message).
 [[noreturn]] void fail(const std::string &message);
+
+//--- Bench.cpp --------------------------------------------------------------//
+/// min / median / p90 (nearest rank) / mean.
+TimeStats timeStats(std::vector<double> ms);
+/// --bench: warm-up, then options.bench timed launches (rotating the inputs
+/// with --rotate); fills report.bench*, describes it on `text`.
+void runBench(Session &session, const RunOptions &options, RunReport &report,
+              std::ostream &text);
+/// --trace: reads the last launch's per-task timing, writes the Chrome trace
+/// to options.tracePath and its summary to `text`.
+void writeTrace(Session &session, const RunOptions &options,
+                const std::string &title, std::ostream &text);
+/// The RESULT line's JSON.
+std::string resultJson(const loom::spec::Spec &spec, const Session &session,
+                       const RunOptions &options, const RunReport &report,
+                       const std::string &sizes,
+                       const std::vector<double> &launchMs);
 
 } // namespace loom::check::detail
 

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/check/CheckInternal.h"
+#include "tools/check/ParallelDraw.h"
 
 #include "tools/oracle/KdaOracle.h"
 
@@ -124,17 +125,17 @@ public:
     beta_ = HostTensor(act_, {T_, H});
     aLog_ = HostTensor(LOOM_ELEM_F32, {H});
     dtBias_ = HostTensor(LOOM_ELEM_F32, {H, K});
-    fillNonZero(q_, [&] { return rng.normal(); });
-    fillNonZero(kk_, [&] { return rng.normal(); });
-    fillNonZero(v_, [&] { return rng.normal(); });
-    fillNonZero(g_, [&] { return rng.normal(); });
+    // On all cores (ParallelDraw.h): T = 32768 with 32 heads is 4 x 134M
+    // draws.
+    auto normal = [](Rng &gen, int64_t) { return gen.normal(); };
+    fillNonZeroParallel(q_, rng, normal);
+    fillNonZeroParallel(kk_, rng, normal);
+    fillNonZeroParallel(v_, rng, normal);
+    fillNonZeroParallel(g_, rng, normal);
     // Gate and beta regimes by head (h % 4), see the top of the file.
-    for (int64_t i = 0; i < T_ * H; ++i) {
-      double sd = i % H % 4 == 1 ? 4.0 : 1.5;
-      do
-        beta_.set(i, rng.normal(0, sd));
-      while (beta_.get(i) == 0);
-    }
+    fillNonZeroParallel(beta_, rng, [H](Rng &gen, int64_t i) {
+      return gen.normal(0, i % H % 4 == 1 ? 4.0 : 1.5);
+    });
     for (int64_t h = 0; h < H; ++h) {
       int regime = int(h % 4);
       aLog_.set(h, regime == 2 ? rng.uniform(-3.0, -2.0)
@@ -163,7 +164,8 @@ public:
     s_.upload("cu_seqlens", cu);
     if (k_.initialState) {
       init_ = HostTensor(LOOM_ELEM_F32, {N_, H, K, V});
-      fillNonZero(init_, [&] { return rng.normal(); });
+      fillNonZeroParallel(init_, rng,
+                          [](Rng &gen, int64_t) { return gen.normal(); });
       s_.upload("initial_state", init_);
       s_.expectUnchanged("initial_state", init_);
     }

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/check/CheckInternal.h"
+#include "tools/check/ParallelDraw.h"
 
 #include "tools/oracle/MlaOracle.h"
 
@@ -123,24 +124,30 @@ public:
     // Used pages: random rows, NaN in the tail of a request's last page.
     ckv_ = HostTensor(act_, {nnz_, P, Dc});
     kpe_ = HostTensor(act_, {nnz_, P, Dp});
-    for (int64_t k = 0; k < nnz_; ++k) {
+    // Pages on all cores, one generator each (ParallelDraw.h): the trace
+    // workloads hold up to ~75k pages.
+    std::vector<Rng> gens = forkChunks(rng, nnz_);
+    loom::oracle::parallelFor(nnz_, [&](int64_t k) {
+      Rng &gen = gens[size_t(k)];
       int64_t valid = table_.validSlots(k);
       for (int64_t slot = 0; slot < P; ++slot) {
         for (int64_t d = 0; d < Dc; ++d) {
           int64_t i = (k * P + slot) * Dc + d;
           if (slot < valid)
-            fillOne(ckv_, i, rng);
+            fillOne(ckv_, i, gen);
           else
             ckv_.set(i, nan);
         }
         for (int64_t d = 0; d < Dp; ++d) {
           int64_t i = (k * P + slot) * Dp + d;
           if (slot < valid)
-            fillOne(kpe_, i, rng);
+            fillOne(kpe_, i, gen);
           else
             kpe_.set(i, nan);
         }
       }
+    });
+    for (int64_t k = 0; k < nnz_; ++k) {
       size_t es = elemSize(act_);
       int64_t page = table_.indices[size_t(k)];
       s_.upload("ckv_cache", static_cast<const char *>(ckv_.data()) +
@@ -259,7 +266,7 @@ public:
 
 private:
   /// Cache rows: N(0, 1), like normalised latent rows.
-  void fillOne(HostTensor &t, int64_t i, Rng &rng) {
+  static void fillOne(HostTensor &t, int64_t i, Rng &rng) {
     for (int tries = 0; tries < 16; ++tries) {
       t.set(i, rng.normal());
       if (t.get(i) != 0)

@@ -2,16 +2,28 @@
 //
 //   loom-run SPEC.yaml PROGRAM.so [--seed N] [--launches N]
 //            [--kv-lens 1,17,40] [--seq-lens 1,63,200] [--layers N]
-//            [--device host] [--watchdog-ms N]
+//            [--device host] [--watchdog-ms N] [--check=oracle|none]
+//            [--bench N [--rotate K] [--warmup N] [--warmup-ms MS]]
+//            [--trace FILE.json]
+//   loom-run --probe-device KIND
 //
 // Loads the spec, applies --layers (decoder: must match what the program was
 // compiled with), runs the program through loomrt and checks every launch
 // against the fp64 oracles (tools/check/Check.h). Prints the report; exits 0
 // when every check passes, 1 when a check fails, 2 on usage or setup errors.
+// --bench times back-to-back launches after a warm-up (Bench.cpp), --trace
+// writes the last launch's per-task timing as Chrome trace JSON (Trace.h).
+// The last line of stdout is `RESULT {json}`: the run's facts and numbers,
+// for scripts.
+// --probe-device only opens device 0 of KIND and says which it is (exit 0),
+// or prints the runtime's reason it cannot (exit 2): loomc --run asks it
+// before compiling for a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/check/Check.h"
 #include "tools/spec/Spec.h"
+
+#include "loom/loomrt.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -35,7 +47,35 @@ const char *kUsage =
     "  --layers N        decoder: the number of layers the program was\n"
     "                    compiled with (overrides the spec's)\n"
     "  --device KIND     loomrt device: host (default), cuda, hip\n"
-    "  --watchdog-ms N   watchdog timeout of the program\n";
+    "  --watchdog-ms N   watchdog timeout of the program\n"
+    "  --check=MODE      oracle (default): compare every launch with the\n"
+    "                    fp64 oracle; none: do not (say so), only the cheap\n"
+    "                    checks (guards, read-only buffers, NaN in outputs)\n"
+    "  --bench N         then warm up and time N back-to-back launches:\n"
+    "                    min/median/p90 device time and launch-to-launch wall\n"
+    "  --warmup N        bench warm-up: at least N launches (default 20)\n"
+    "  --warmup-ms MS    ... and at least MS ms of them (default 200)\n"
+    "  --rotate K        bench: cycle the inputs, caches and meta buffers\n"
+    "                    through K copies so the L2 does not hold them\n"
+    "  --trace FILE      write the last launch's per-task timing as Chrome\n"
+    "                    trace JSON and print a summary per (op, phase)\n"
+    "                    (host programs; GPU artifacts built with --profile)\n"
+    "usage: loom-run --probe-device KIND\n"
+    "  open device 0 of KIND and print it; exit 2 with the reason if it\n"
+    "  cannot be opened (no driver, no device)\n";
+
+/// --probe-device: whether loomrt can open a device of `kind` here.
+int probeDevice(const std::string &kind) {
+  try {
+    loomrt::Device device(kind.c_str());
+    std::cout << "loom-run: " << device.describe() << "\n";
+    return 0;
+  } catch (const std::exception &e) {
+    std::cerr << "loom-run: cannot open device '" << kind << "': " << e.what()
+              << "\n";
+    return 2;
+  }
+}
 
 [[noreturn]] void usage(const std::string &message) {
   std::cerr << "loom-run: " << message << "\n" << kUsage;
@@ -107,8 +147,34 @@ int main(int argc, char **argv) {
           usage("'--layers' must be >= 1");
       } else if (name == "--device") {
         options.device = value;
+      } else if (name == "--probe-device") {
+        return probeDevice(value);
       } else if (name == "--watchdog-ms") {
         options.watchdogMs = parseInt(value, name);
+      } else if (name == "--check") {
+        if (value != "oracle" && value != "none")
+          usage("'--check' is 'oracle' or 'none', got '" + value + "'");
+        options.oracle = value == "oracle";
+      } else if (name == "--bench") {
+        options.bench = int(parseInt(value, name));
+        if (options.bench < 1)
+          usage("'--bench' must be >= 1");
+      } else if (name == "--warmup") {
+        options.warmupLaunches = int(parseInt(value, name));
+        if (options.warmupLaunches < 0)
+          usage("'--warmup' must be >= 0");
+      } else if (name == "--warmup-ms") {
+        options.warmupMs = double(parseInt(value, name));
+        if (options.warmupMs < 0)
+          usage("'--warmup-ms' must be >= 0");
+      } else if (name == "--rotate") {
+        options.rotate = int(parseInt(value, name));
+        if (options.rotate < 1)
+          usage("'--rotate' must be >= 1");
+      } else if (name == "--trace") {
+        if (value.empty())
+          usage("'--trace' needs a file name");
+        options.tracePath = value;
       } else {
         usage("unknown option '" + name + "'");
       }
@@ -118,6 +184,8 @@ int main(int argc, char **argv) {
   }
   if (positional.size() != 2)
     usage("expected SPEC.yaml and PROGRAM.so");
+  if (options.rotate > 1 && options.bench == 0)
+    usage("'--rotate' applies to the timed launches of '--bench'");
 
   loom::spec::LoadResult loaded = loom::spec::loadSpecFile(positional[0]);
   if (!loaded.ok()) {
@@ -136,7 +204,8 @@ int main(int argc, char **argv) {
   try {
     loom::check::RunReport report =
         loom::check::runAndCheck(spec, positional[1], options);
-    std::cout << report.text << std::flush;
+    std::cout << report.text << "RESULT " << report.resultJson << "\n"
+              << std::flush;
     return report.ok ? 0 : 1;
   } catch (const std::exception &e) {
     std::cerr << "loom-run: " << e.what() << "\n";

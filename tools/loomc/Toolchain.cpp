@@ -101,3 +101,46 @@ bool loom::compileCubin(const std::string &sourcePath,
   args.insert(args.end(), {sourcePath, "-o", cubinPath});
   return run(nvcc, args, ptxasReport, error);
 }
+
+bool loom::compileHsaco(const std::string &sourcePath,
+                        const std::string &hsacoPath, const std::string &arch,
+                        const std::string &kernelsRoot,
+                        std::string &resourceReport, std::string &error) {
+  std::string clang;
+  if (const char *env = std::getenv("LOOM_HIP_CLANG"); env && *env) {
+    // A path is taken as it is; a bare name is searched on PATH.
+    if (StringRef(env).contains('/')) {
+      if (sys::fs::can_execute(env))
+        clang = env;
+    } else if (ErrorOr<std::string> found = sys::findProgramByName(env)) {
+      clang = *found;
+    }
+    if (clang.empty()) {
+      error = std::string("cannot run LOOM_HIP_CLANG='") + env +
+              "' to build for " + arch;
+      return false;
+    }
+  } else if (ErrorOr<std::string> found = sys::findProgramByName("clang++-22")) {
+    clang = *found;
+  } else if (sys::fs::can_execute("/usr/lib/llvm-22/bin/clang++")) {
+    clang = "/usr/lib/llvm-22/bin/clang++";
+  }
+  if (clang.empty()) {
+    error = "cannot find clang++-22 (set LOOM_HIP_CLANG to a clang++ with the "
+            "AMDGPU backend, e.g. Debian's clang-22) to build for " + arch;
+    return false;
+  }
+  std::vector<std::string> args = {
+      "-x", "hip", "--offload-arch=" + arch, "-nogpuinc", "-nogpulib",
+      "--cuda-device-only", "--no-gpu-bundle-output", "-std=c++17", "-O3",
+      // The whole program is one kernel: with the machine LICM on, every
+      // body's constants are hoisted out of the task loop and SGPRs spill
+      // into VGPR lanes (tests/amd/check-isa.sh shows it).
+      "-mllvm", "-disable-machine-licm",
+      // Registers, scratch, occupancy and LDS per kernel, for the report.
+      "-Rpass-analysis=kernel-resource-usage", "-I" + kernelsRoot};
+  for (std::string &flag : extraFlags("LOOM_HIP_FLAGS"))
+    args.push_back(flag);
+  args.insert(args.end(), {sourcePath, "-o", hsacoPath});
+  return run(clang, args, resourceReport, error);
+}

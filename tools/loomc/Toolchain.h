@@ -24,6 +24,17 @@ bool compileCubin(const std::string &sourcePath, const std::string &cubinPath,
                   const std::string &arch, const std::string &kernelsRoot,
                   std::string &ptxasReport, std::string &error);
 
+/// Compiles a HIP translation unit to an AMD code object (hsaco) for `arch`
+/// ("gfx950") with clang alone, no ROCm: `$LOOM_HIP_CLANG`, else clang++-22
+/// on PATH, else /usr/lib/llvm-22/bin/clang++, with `-x hip -nogpuinc
+/// -nogpulib --cuda-device-only --no-gpu-bundle-output` against the
+/// project's own device header. `$LOOM_HIP_FLAGS` adds flags.
+/// `resourceReport` receives the backend's kernel-resource-usage remarks
+/// (VGPRs, AGPRs, SGPRs, scratch, occupancy, LDS), like ptxas -v for CUDA.
+bool compileHsaco(const std::string &sourcePath, const std::string &hsacoPath,
+                  const std::string &arch, const std::string &kernelsRoot,
+                  std::string &resourceReport, std::string &error);
+
 } // namespace loom
 
 #endif // LOOM_TOOLS_LOOMC_TOOLCHAIN_H

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
+#include "targets/amd/EmitHip.h"
 #include "targets/chips/ChipTable.h"
 #include "targets/common/TaskTable.h"
 #include "targets/host/EmitHost.h"
@@ -23,6 +24,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -60,11 +62,12 @@ cl::opt<Emit> emitKind(
                    "lists (.scheduled.mlir)"),
         clEnumValN(Emit::Source, "source",
                    "the generated program source (host: C++ .cpp; NVIDIA: "
-                   "CUDA .cu)"),
+                   "CUDA .cu; AMD: HIP .hip)"),
         clEnumValN(Emit::Artifact, "artifact",
                    "the artifact the runtime loads (.so) with its metadata "
                    "(.json) and sources; NVIDIA also writes the .cubin and "
-                   "ptxas's resource report; needs -o unless --run")),
+                   "ptxas's resource report, AMD the .hsaco and clang's "
+                   "resource report (.resources.txt); needs -o unless --run")),
     cl::cat(loomcCategory));
 
 cl::opt<std::string> scheduleMode(
@@ -80,10 +83,25 @@ cl::opt<int> layersOverride(
 cl::opt<bool> runProgram(
     "run",
     cl::desc("Build the artifact, run it on the target's device (host: CPU "
-             "threads; NVIDIA: the CUDA device) on random inputs, and check "
+             "threads; NVIDIA: the CUDA device; AMD: the HIP device) on "
+             "random inputs, and check "
              "it against the fp64 oracle; exit non-zero above tolerance. "
              "Decoder specs run 2 layers unless --layers says otherwise"),
     cl::init(false), cl::cat(loomcCategory));
+
+cl::opt<bool> profileTasks(
+    "profile",
+    cl::desc("GPU targets: the kernel records per-task timing (worker, start, "
+             "end, wait) for loomrt_program_profile / loom-run --trace. Host "
+             "programs always record it"),
+    cl::init(false), cl::cat(loomcCategory));
+
+cl::opt<bool> shareTileFunctions(
+    "share-tile-functions",
+    cl::desc("GPU targets: one tile function per distinct body, with the "
+             "buffer addresses in a per-task table (AMD always does this; "
+             "for NVIDIA it runs the same code path on a GPU)"),
+    cl::init(false), cl::Hidden, cl::cat(loomcCategory));
 
 cl::opt<uint64_t> seed("seed", cl::desc("--run: random seed (default: fresh, printed)"),
                        cl::init(0), cl::cat(loomcCategory));
@@ -145,19 +163,81 @@ struct Outputs {
   std::string library; ///< built code object (a temporary), if any
 };
 
+/// How loomc builds a GPU artifact for one vendor: the emitters, the device
+/// compiler, file names, and the loomrt device kind that runs it.
+struct GpuBackend {
+  const char *sourceExt;      ///< ".cu", ".hip"
+  const char *codeObjectKind; ///< "cubin", "hsaco": extension and asm symbols
+  const char *reportExt;      ///< the device compiler's resource report
+  const char *runtimeDevice;  ///< loomrt device kind
+  mlir::LogicalResult (*emitKernel)(mlir::loom::GraphOp, std::string &,
+                                    mlir::loom::DeviceKernelInfo &);
+  mlir::LogicalResult (*emitHostLibrary)(mlir::loom::GraphOp,
+                                         const mlir::loom::DeviceKernelInfo &,
+                                         const std::string &, std::string &);
+  bool (*compile)(const std::string &, const std::string &,
+                  const std::string &, const std::string &, std::string &,
+                  std::string &);
+};
+
+/// The GPU backend of a vendor; nullptr for the host target.
+const GpuBackend *gpuBackendFor(loom::Vendor vendor) {
+  static const GpuBackend nvidia = {
+      ".cu",  "cubin", ".ptxas.txt", "cuda", mlir::loom::emitCudaKernel,
+      mlir::loom::emitCudaHostLibrary, loom::compileCubin};
+  static const GpuBackend amd = {
+      ".hip", "hsaco", ".resources.txt", "hip", mlir::loom::emitHipKernel,
+      mlir::loom::emitHipHostLibrary, loom::compileHsaco};
+  switch (vendor) {
+  case loom::Vendor::Nvidia:
+    return &nvidia;
+  case loom::Vendor::Amd:
+    return &amd;
+  case loom::Vendor::Host:
+    return nullptr;
+  }
+  return nullptr;
+}
+
+/// loom-run, installed beside loomc (it links the runtime and the oracles,
+/// not LLVM, so it also runs on GPU machines); "" if missing.
+std::string findRunner(const char *argv0) {
+  std::string self = sys::fs::getMainExecutable(argv0, (void *)&fail);
+  SmallString<256> runner(sys::path::parent_path(self));
+  sys::path::append(runner, "loom-run");
+  return sys::fs::can_execute(runner) ? std::string(runner) : std::string();
+}
+
+/// --run on a GPU target: asks loom-run whether loomrt can open a device of
+/// `kind`; if not, loom-run has printed the runtime's reason (no driver,
+/// every path searched, no device) and this returns non-zero.
+int probeDevice(const char *argv0, const char *kind) {
+  std::string runner = findRunner(argv0);
+  if (runner.empty())
+    return fail("cannot find loom-run beside loomc");
+  StringRef args[] = {runner, "--probe-device", kind};
+  std::string error;
+  int rc = sys::ExecuteAndWait(runner, args, std::nullopt, {}, 0, 0, &error);
+  if (rc < 0)
+    return fail("loom-run failed: " + error);
+  if (rc != 0)
+    return fail(Twine("--run --target=") + targetName + ": no '" + kind +
+                "' device to run on here (above); --emit=artifact -o DIR "
+                "builds the artifact without running it");
+  return 0;
+}
+
 /// Runs `library` through loom-run (installed beside loomc; it links the
 /// runtime and the oracles, not LLVM, so it also runs on GPU machines).
 int runChecked(const char *argv0, const loom::spec::Spec &spec,
                const std::string &library) {
-  std::string self = sys::fs::getMainExecutable(argv0, (void *)&fail);
-  SmallString<256> runner(sys::path::parent_path(self));
-  sys::path::append(runner, "loom-run");
-  if (!sys::fs::can_execute(runner))
-    return fail("cannot find loom-run beside loomc (" + runner + ")");
-  bool cuda = loom::findChip(targetName)->vendor == loom::Vendor::Nvidia;
-  std::vector<std::string> args = {std::string(runner), specPath, library,
-                                   "--launches", std::to_string(launches),
-                                   "--device", cuda ? "cuda" : "host"};
+  std::string runner = findRunner(argv0);
+  if (runner.empty())
+    return fail("cannot find loom-run beside loomc");
+  const GpuBackend *gpu = gpuBackendFor(loom::findChip(targetName)->vendor);
+  std::vector<std::string> args = {runner, specPath, library, "--launches",
+                                   std::to_string(launches), "--device",
+                                   gpu ? gpu->runtimeDevice : "host"};
   if (auto *decoder = std::get_if<loom::spec::DecoderSpec>(&spec.family)) {
     args.push_back("--layers");
     args.push_back(std::to_string(decoder->layers));
@@ -233,18 +313,15 @@ int main(int argc, char **argv) {
     return fail("--layers applies to decoder specs only");
   }
 
-  bool hasEmitter = chip->vendor == loom::Vendor::Host ||
-                    chip->vendor == loom::Vendor::Nvidia;
+  const GpuBackend *gpu = gpuBackendFor(chip->vendor);
   if (runProgram) {
-    if (!hasEmitter)
-      return fail(Twine("--run: no code emitter for target '") + targetName +
-                  "' (arch " + chip->arch + ") in this build");
+    // Ask the runtime for the device before spending minutes compiling.
+    if (gpu)
+      if (int rc = probeDevice(argv[0], gpu->runtimeDevice))
+        return rc;
     emitKind = Emit::Artifact;
   }
   bool needsCode = emitKind == Emit::Source || emitKind == Emit::Artifact;
-  if (needsCode && !hasEmitter)
-    return fail(Twine("no code emitter for target '") + targetName + "' (arch " +
-                chip->arch + ") in this build; use --emit=graph or --emit=scheduled");
   if (emitKind == Emit::Artifact && outputDir.empty() && !runProgram)
     return fail("--emit=artifact writes files: give an output directory with -o");
 
@@ -271,21 +348,33 @@ int main(int argc, char **argv) {
   }
 
   mlir::loom::GraphOp graph;
-  mlir::loom::CudaKernelInfo cudaInfo;
-  bool isCuda = chip->vendor == loom::Vendor::Nvidia;
+  mlir::loom::DeviceKernelInfo kernelInfo;
+  kernelInfo.profile = profileTasks;
+  kernelInfo.shareTileFunctions = shareTileFunctions;
   if (needsCode) {
     graph = *module->getOps<mlir::loom::GraphOp>().begin();
     std::string source;
-    if (mlir::failed(isCuda ? mlir::loom::emitCudaKernel(graph, source, cudaInfo)
-                            : mlir::loom::emitHostProgram(graph, source)))
+    if (mlir::failed(gpu ? gpu->emitKernel(graph, source, kernelInfo)
+                         : mlir::loom::emitHostProgram(graph, source)))
       return fail("code emission failed (diagnostics above)");
-    outputs.files.push_back({stem + (isCuda ? ".cu" : ".cpp"), source});
+    outputs.files.push_back({stem + (gpu ? gpu->sourceExt : ".cpp"), source});
     if (emitKind == Emit::Artifact) {
       auto table = mlir::loom::TaskTable::build(graph);
-      std::string json;
-      raw_string_ostream os(json);
-      table->printMetadataJson(os);
-      outputs.files.push_back({stem + ".json", json});
+      json::Object metadata = table->metadataJson();
+      if (gpu)
+        metadata["launch"] = json::Object{
+            {"kernel", kernelInfo.kernelName},
+            {"arch", chip->arch},
+            {"code_object", stem + "." + gpu->codeObjectKind},
+            {"grid", json::Array{table->workers, 1, 1}},
+            {"block", json::Array{kernelInfo.threadsPerBlock, 1, 1}},
+            {"dynamic_shared_bytes", kernelInfo.dynamicSmemBytes},
+            {"cooperative", true},
+            {"bodies", kernelInfo.bodies}};
+      std::string text;
+      raw_string_ostream os(text);
+      mlir::loom::printMetadataJson(os, json::Value(std::move(metadata)));
+      outputs.files.push_back({stem + ".json", text});
     }
   }
 
@@ -322,23 +411,23 @@ int main(int argc, char **argv) {
       return writeAtomically(path, text) ? path : std::string();
     };
     std::string hostSource, error;
-    if (isCuda) {
-      std::string cu = writeTemp(stem + ".tmp.cu", outputs.files[0].second);
-      std::string cubin = pathOf(stem + ".cubin");
+    std::string codeObject =
+        gpu ? pathOf(stem + "." + gpu->codeObjectKind) : std::string();
+    if (gpu) {
+      std::string src =
+          writeTemp(stem + ".tmp" + gpu->sourceExt, outputs.files[0].second);
       std::string report;
-      temporaries.push_back(cubin + ".tmp");
-      if (cu.empty() ||
-          !loom::compileCubin(cu, cubin + ".tmp", chip->arch, kernelsRoot,
-                              report, error)) {
+      temporaries.push_back(codeObject + ".tmp");
+      if (src.empty() || !gpu->compile(src, codeObject + ".tmp", chip->arch,
+                                       kernelsRoot, report, error)) {
         cleanup();
         return fail(error.empty() ? "cannot write the kernel source" : error);
       }
-      outputs.files.push_back({stem + ".ptxas.txt", report});
-      // The library embeds the cubin's bytes when it is compiled, so the
-      // temporary path is all it needs.
-      if (mlir::failed(mlir::loom::emitCudaHostLibrary(graph, cudaInfo,
-                                                       cubin + ".tmp",
-                                                       hostSource))) {
+      outputs.files.push_back({stem + gpu->reportExt, report});
+      // The library embeds the code object's bytes when it is compiled, so
+      // the temporary path is all it needs.
+      if (mlir::failed(gpu->emitHostLibrary(graph, kernelInfo,
+                                            codeObject + ".tmp", hostSource))) {
         cleanup();
         return fail("host library emission failed (diagnostics above)");
       }
@@ -356,8 +445,8 @@ int main(int argc, char **argv) {
     }
     library = pathOf(stem + ".so");
     std::error_code ec = sys::fs::rename(tmpLibrary, library);
-    if (!ec && isCuda)
-      ec = sys::fs::rename(pathOf(stem + ".cubin.tmp"), pathOf(stem + ".cubin"));
+    if (!ec && gpu)
+      ec = sys::fs::rename(codeObject + ".tmp", codeObject);
     cleanup();
     if (ec)
       return fail("cannot write the artifact into '" + dir + "': " + ec.message());

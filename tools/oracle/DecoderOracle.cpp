@@ -1,10 +1,13 @@
 //===- DecoderOracle.cpp - fp64 reference of the decoder-layer ops --------===//
 //
 // Each function is the op's definition written out as loops in double, in
-// the most direct order; nothing is tiled, split or fused.
+// the most direct order; nothing is tiled, split or fused. Each output is
+// one sum in the definition's order; linear and gqaDecode only share out
+// whole outputs between threads (Parallel.h).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/oracle/DecoderOracle.h"
+#include "tools/oracle/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,14 +35,35 @@ Vec rmsnorm(const Vec &x, const Vec &w, int64_t D, double eps) {
 Vec linear(const Vec &x, const Vec &w, int64_t M, int64_t K, int64_t N,
            const Vec *residual) {
   Vec y(M * N);
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t n = 0; n < N; ++n) {
-      double sum = 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        sum += x[m * K + k] * w[n * K + k];
-      y[m * N + n] = (residual ? (*residual)[m * N + n] : 0.0) + sum;
+  // Four output columns per work item: their four weight rows (walked
+  // contiguously) are read from memory once for all M rows of x, and the
+  // four sums are independent, so they overlap in the FPU. Each sum is still
+  // x[m, 0..K) . w[n, 0..K) accumulated in order, as the plain loop does.
+  constexpr int64_t kCols = 4;
+  parallelFor((N + kCols - 1) / kCols, [&](int64_t block) {
+    const int64_t n0 = block * kCols, cols = std::min(kCols, N - n0);
+    for (int64_t m = 0; m < M; ++m) {
+      const double *xr = x.data() + m * K;
+      double sum[kCols] = {0.0, 0.0, 0.0, 0.0};
+      if (cols == kCols) {
+        const double *w0 = w.data() + n0 * K, *w1 = w0 + K, *w2 = w1 + K,
+                     *w3 = w2 + K;
+        for (int64_t k = 0; k < K; ++k) {
+          sum[0] += xr[k] * w0[k];
+          sum[1] += xr[k] * w1[k];
+          sum[2] += xr[k] * w2[k];
+          sum[3] += xr[k] * w3[k];
+        }
+      } else {
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t k = 0; k < K; ++k)
+            sum[c] += xr[k] * w[(n0 + c) * K + k];
+      }
+      for (int64_t c = 0; c < cols; ++c)
+        y[m * N + n0 + c] =
+            (residual ? (*residual)[m * N + n0 + c] : 0.0) + sum[c];
     }
-  }
+  });
   return y;
 }
 
@@ -85,6 +109,12 @@ Vec gqaDecode(const Vec &q, const Vec &kCache, const Vec &vCache,
               int64_t D, int64_t Dv, int64_t P, double smScale) {
   Vec o(B * Hq * Dv, 0.0);
   int64_t group = Hq / Hkv;
+  // Flat cache row (page, slot) of every token of every request, checked
+  // against the caches' sizes here so the loops below index directly.
+  const int64_t cacheRows =
+      std::min(int64_t(kCache.size()) / (Hkv * D),
+               int64_t(vCache.size()) / (Hkv * Dv));
+  std::vector<IVec> rows(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     int64_t len = table.lens[b];
     int64_t pages = table.indptr[b + 1] - table.indptr[b];
@@ -92,35 +122,43 @@ Vec gqaDecode(const Vec &q, const Vec &kCache, const Vec &vCache,
       throw std::invalid_argument("request " + std::to_string(b) + ": " +
                                   std::to_string(len) + " tokens in " +
                                   std::to_string(pages) + " pages");
-    if (len == 0)
-      continue;
-    // Flat cache row (page, slot) of every token of the request.
-    IVec rows(len);
-    for (int64_t t = 0; t < len; ++t)
-      rows[t] = table.indices[table.indptr[b] + t / P] * P + t % P;
-    for (int64_t h = 0; h < Hq; ++h) {
-      int64_t hk = h / group;
-      Vec scores(len);
-      double mx = -std::numeric_limits<double>::infinity();
-      for (int64_t t = 0; t < len; ++t) {
-        double dot = 0.0;
-        for (int64_t d = 0; d < D; ++d)
-          dot +=
-              q[(b * Hq + h) * D + d] * kCache.at((rows[t] * Hkv + hk) * D + d);
-        scores[t] = smScale * dot;
-        mx = std::max(mx, scores[t]);
-      }
-      double denom = 0.0;
-      for (int64_t t = 0; t < len; ++t)
-        denom += std::exp(scores[t] - mx);
-      for (int64_t t = 0; t < len; ++t) {
-        double p = std::exp(scores[t] - mx) / denom;
-        for (int64_t d = 0; d < Dv; ++d)
-          o[(b * Hq + h) * Dv + d] +=
-              p * vCache.at((rows[t] * Hkv + hk) * Dv + d);
-      }
+    rows[b].resize(size_t(std::max<int64_t>(len, 0)));
+    for (int64_t t = 0; t < len; ++t) {
+      int64_t r = table.indices[table.indptr[b] + t / P] * P + t % P;
+      if (r < 0 || r >= cacheRows)
+        throw std::out_of_range("request " + std::to_string(b) + ": token " +
+                                std::to_string(t) + " in cache row " +
+                                std::to_string(r) + " of " +
+                                std::to_string(cacheRows));
+      rows[b][t] = r;
     }
   }
+  // One (request, query head) per work item; an empty request gives 0.
+  parallelFor(B * Hq, [&](int64_t bh) {
+    const int64_t b = bh / Hq, h = bh % Hq, hk = h / group;
+    const int64_t len = int64_t(rows[b].size());
+    const double *qr = q.data() + (b * Hq + h) * D;
+    double *orow = o.data() + (b * Hq + h) * Dv;
+    Vec scores(len);
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t t = 0; t < len; ++t) {
+      const double *kr = kCache.data() + (rows[b][t] * Hkv + hk) * D;
+      double dot = 0.0;
+      for (int64_t d = 0; d < D; ++d)
+        dot += qr[d] * kr[d];
+      scores[t] = smScale * dot;
+      mx = std::max(mx, scores[t]);
+    }
+    double denom = 0.0;
+    for (int64_t t = 0; t < len; ++t)
+      denom += std::exp(scores[t] - mx);
+    for (int64_t t = 0; t < len; ++t) {
+      double p = std::exp(scores[t] - mx) / denom;
+      const double *vr = vCache.data() + (rows[b][t] * Hkv + hk) * Dv;
+      for (int64_t d = 0; d < Dv; ++d)
+        orow[d] += p * vr[d];
+    }
+  });
   return o;
 }
 
@@ -170,34 +208,65 @@ IVec argmax(const Vec &x, int64_t V) {
   return idx;
 }
 
+namespace {
+
+/// v as the graph's buffer holds it: each call is one op of BuildGraph's
+/// buildDecoder writing one buffer (in-place ops, e.g. RoPE on q, write it
+/// again). With Storage::Exact nothing is rounded.
+Vec stored(Vec v, Storage storage) {
+  roundAll(v, storage);
+  return v;
+}
+
+/// The cache side of the attention block from h = rmsnorm(x): K and V
+/// projections, (Qwen3's k-norm), RoPE on K, append. The caches have the
+/// activations' element type: k and v are copied as they are stored.
+void appendKv(const DecoderShape &s, const LayerWeights &w, const Vec &h,
+              const StepMeta &meta, LayerCache &cache) {
+  const int64_t B = meta.batch, hd = s.headDim, kvDim = s.kvHeads * hd;
+  Vec k = stored(linear(h, w.wk, B, s.hidden, kvDim), s.storage);
+  Vec v = stored(linear(h, w.wv, B, s.hidden, kvDim), s.storage);
+  if (s.qkNorm)
+    k = stored(rmsnorm(k, w.kNorm, hd, s.rmsEps), s.storage);
+  k = stored(rope(k, meta.positions, s.kvHeads, hd, hd, s.ropeTheta),
+             s.storage);
+  kvAppend(k, v, meta.slotMapping, s.kvHeads, hd, hd, s.pageSize, cache.k,
+           cache.v);
+}
+
+} // namespace
+
 Vec decoderLayer(const DecoderShape &s, const LayerWeights &w, const Vec &x,
                  const StepMeta &meta, LayerCache &cache) {
   const int64_t B = meta.batch, hid = s.hidden, hd = s.headDim;
-  const int64_t qDim = s.qHeads * hd, kvDim = s.kvHeads * hd;
+  const int64_t qDim = s.qHeads * hd;
+  const Storage st = s.storage;
 
   // Attention block.
-  Vec h = rmsnorm(x, w.attnNorm, hid, s.rmsEps);
-  Vec q = linear(h, w.wq, B, hid, qDim);
-  Vec k = linear(h, w.wk, B, hid, kvDim);
-  Vec v = linear(h, w.wv, B, hid, kvDim);
-  if (s.qkNorm) {
-    q = rmsnorm(q, w.qNorm, hd, s.rmsEps);
-    k = rmsnorm(k, w.kNorm, hd, s.rmsEps);
-  }
-  q = rope(q, meta.positions, s.qHeads, hd, hd, s.ropeTheta);
-  k = rope(k, meta.positions, s.kvHeads, hd, hd, s.ropeTheta);
-  kvAppend(k, v, meta.slotMapping, s.kvHeads, hd, hd, s.pageSize, cache.k,
-           cache.v);
-  Vec attn = gqaDecode(q, cache.k, cache.v, meta.table, B, s.qHeads, s.kvHeads,
-                       hd, hd, s.pageSize, 1.0 / std::sqrt(double(hd)));
-  Vec x1 = linear(attn, w.wo, B, qDim, hid, &x);
+  Vec h = stored(rmsnorm(x, w.attnNorm, hid, s.rmsEps), st);
+  appendKv(s, w, h, meta, cache);
+  Vec q = stored(linear(h, w.wq, B, hid, qDim), st);
+  if (s.qkNorm)
+    q = stored(rmsnorm(q, w.qNorm, hd, s.rmsEps), st);
+  q = stored(rope(q, meta.positions, s.qHeads, hd, hd, s.ropeTheta), st);
+  Vec attn = stored(gqaDecode(q, cache.k, cache.v, meta.table, B, s.qHeads,
+                              s.kvHeads, hd, hd, s.pageSize,
+                              1.0 / std::sqrt(double(hd))),
+                    st);
+  Vec x1 = stored(linear(attn, w.wo, B, qDim, hid, &x), st);
 
   // MLP block.
-  Vec h2 = rmsnorm(x1, w.ffnNorm, hid, s.rmsEps);
-  Vec gate = linear(h2, w.wGate, B, hid, s.ffn);
-  Vec up = linear(h2, w.wUp, B, hid, s.ffn);
-  Vec act = siluMul(gate, up);
-  return linear(act, w.wDown, B, s.ffn, hid, &x1);
+  Vec h2 = stored(rmsnorm(x1, w.ffnNorm, hid, s.rmsEps), st);
+  Vec gate = stored(linear(h2, w.wGate, B, hid, s.ffn), st);
+  Vec up = stored(linear(h2, w.wUp, B, hid, s.ffn), st);
+  Vec act = stored(siluMul(gate, up), st);
+  return stored(linear(act, w.wDown, B, s.ffn, hid, &x1), st);
+}
+
+void decoderLayerKv(const DecoderShape &s, const LayerWeights &w, const Vec &x,
+                    const StepMeta &meta, LayerCache &cache) {
+  appendKv(s, w, stored(rmsnorm(x, w.attnNorm, s.hidden, s.rmsEps), s.storage),
+           meta, cache);
 }
 
 Vec decoderStack(const DecoderShape &shape,
@@ -218,7 +287,12 @@ HeadResult decoderWithHead(const DecoderShape &shape,
   Vec x = embedding(head.embed, tokenIds, shape.hidden);
   r.hidden = decoderStack(shape, layers, x, meta, caches);
   Vec hf = rmsnorm(r.hidden, head.finalNorm, shape.hidden, shape.rmsEps);
+  roundAll(hf, shape.storage);
   r.logits = linear(hf, head.lmHead, meta.batch, shape.hidden, head.vocab);
+  // BuildGraph keeps the logits in an f32 buffer whatever the activations'
+  // type.
+  roundAll(r.logits,
+           shape.storage == Storage::Exact ? Storage::Exact : Storage::F32);
   r.tokens = argmax(r.logits, head.vocab);
   return r;
 }

@@ -4,15 +4,36 @@
 // the plain loop its definition states (ir/LoomOps.td), and one decode step of
 // a Llama/Qwen3 decoder layer composed from them in DESIGN.md's order. All
 // math is in double. Inputs are the values the kernels see (bf16 weights and
-// inputs, already rounded, passed as double); activations between ops are
-// never rounded to a storage type — that is the point of the reference.
+// inputs, already rounded, passed as double).
+//
+// Two modes for the activations between ops (DecoderShape::storage):
+//  * Exact (pure fp64): never rounded. The model's math with bf16 weights.
+//  * storage-faithful (BF16/F16/F32): each op is still computed in double
+//    from its (stored) inputs, and its result is rounded to the element type
+//    of the buffer the graph stores it in, exactly where
+//    tools/frontend/BuildGraph.cpp buildDecoder stores it (every
+//    intermediate, the residual stream, the K/V cache appends; logits are
+//    f32). This is the reference of the computation the spec specifies:
+//    bf16 buffers between ops are part of it. A correct program differs
+//    from it only where its fp32 value and the double fall on either side
+//    of a rounding boundary (one ulp there): bit-identical on small shapes,
+//    ~10x closer than pure fp64 on the first layer of an 8B model. Those
+//    flips spread through the next linear, though, so after a layer or two
+//    the error grows like the pure fp64 one (~1e-3 per layer on random
+//    stacks): tools/check/README.md has the measurements, and
+//    tools/check/DecoderCheck.cpp checks deep stacks a layer pair at a time.
 //
 // Shares no code and no tiling with kernels/host/DecoderBodies.h: no splits,
-// no online softmax, no tiles.
+// no online softmax, no tiles. linear and gqaDecode spread independent
+// outputs over threads (Parallel.h); every output is one thread's plain
+// loop in the definition's order, so results do not depend on the thread
+// count.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_TOOLS_ORACLE_DECODERORACLE_H
 #define LOOM_TOOLS_ORACLE_DECODERORACLE_H
+
+#include "tools/oracle/Storage.h"
 
 #include <cstdint>
 #include <vector>
@@ -82,6 +103,9 @@ struct DecoderShape {
   int64_t pageSize = 0;
   double rmsEps = 1e-5, ropeTheta = 10000.0;
   bool qkNorm = false; // Qwen3: per-head RMSNorm on q and k before RoPE
+  /// Exact: pure fp64. Otherwise the activation buffers' element type:
+  /// every op's result is rounded to it where the graph stores it.
+  Storage storage = Storage::Exact;
 };
 
 /// One layer's weights, row-major as the graph stores them
@@ -110,6 +134,13 @@ struct StepMeta {
 Vec decoderLayer(const DecoderShape &shape, const LayerWeights &w, const Vec &x,
                  const StepMeta &meta, LayerCache &cache);
 
+/// Only the part of decoderLayer that writes the cache: appends this step's
+/// K and V (from x) to `cache`, bit-identical to what decoderLayer appends.
+/// Reads attnNorm, wk, wv (and kNorm). For a layer whose residual branches
+/// are known to add nothing (zero w_o and w_down), whose output is x.
+void decoderLayerKv(const DecoderShape &shape, const LayerWeights &w,
+                    const Vec &x, const StepMeta &meta, LayerCache &cache);
+
 /// Layers 0..L-1 in order; caches[l] is layer l's cache.
 Vec decoderStack(const DecoderShape &shape,
                  const std::vector<LayerWeights> &layers, const Vec &x,
@@ -128,7 +159,9 @@ struct HeadResult {
   IVec tokens;
 };
 
-/// embedding -> decoderStack -> final RMSNorm -> LM head -> argmax.
+/// embedding -> decoderStack -> final RMSNorm -> LM head -> argmax. In
+/// storage-faithful mode the normed hidden is rounded to the activation
+/// type and the logits to f32 (BuildGraph's logits buffer).
 HeadResult decoderWithHead(const DecoderShape &shape,
                            const std::vector<LayerWeights> &layers,
                            const HeadWeights &head, const IVec &tokenIds,

@@ -1,9 +1,15 @@
 //===- KdaOracle.cpp - fp64 reference for KDA prefill ---------------------===//
 //
-// Straight loops in double over the recurrence; see KdaOracle.h.
+// Straight loops in double over the recurrence; see KdaOracle.h. The
+// (sequence, head) recurrences are independent: they are shared out whole
+// between threads (Parallel.h), each one run by one thread in token order,
+// so results do not depend on the thread count. Each token walks the state
+// twice (decay with S^T k, then the update with the output) instead of four
+// times; every element still sees the same operations in the same order.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/oracle/KdaOracle.h"
+#include "tools/oracle/Parallel.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -24,18 +30,18 @@ void requireSize(const std::vector<float> &buf, size_t need, const char *name) {
                                 " elements, needs " + std::to_string(need));
 }
 
-/// x / sqrt(sum x^2 + 1e-6), or x unchanged.
-std::vector<double> normalised(const float *x, int64_t n, bool l2norm) {
-  std::vector<double> out(x, x + n);
+/// out = x / sqrt(sum x^2 + 1e-6), or x unchanged.
+void normalised(const float *x, int64_t n, bool l2norm, double *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i];
   if (!l2norm)
-    return out;
+    return;
   double sumSq = 0;
-  for (double e : out)
-    sumSq += e * e;
+  for (int64_t i = 0; i < n; ++i)
+    sumSq += out[i] * out[i];
   double norm = std::sqrt(sumSq + 1e-6);
-  for (double &e : out)
-    e /= norm;
-  return out;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] /= norm;
 }
 
 } // namespace
@@ -67,52 +73,52 @@ KdaOracleResult kdaPrefillOracle(
   KdaOracleResult result;
   result.o.assign(rows * H * V, 0.0);
   result.finalState.assign(size_t(N * H * K * V), 0.0);
-  std::vector<double> S(K * V), g(K), kvRow(V);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t h = 0; h < H; ++h) {
-      const size_t stateBase = size_t((n * H + h) * K * V);
-      for (int64_t i = 0; i < K * V; ++i)
-        S[i] = initialState.empty() ? 0.0 : initialState[stateBase + i];
-      const double a = std::exp(double(aLog[h]));
-      for (int64_t t = cuSeqlens[n]; t < cuSeqlens[n + 1]; ++t) {
-        const int64_t row = t * H + h;
-        std::vector<double> qt = normalised(&q[row * K], K, shape.qkL2norm);
-        std::vector<double> kt = normalised(&k[row * K], K, shape.qkL2norm);
-        for (int64_t c = 0; c < K; ++c) {
-          double x = double(gRaw[row * K + c]) + double(dtBias[h * K + c]);
-          g[c] = shape.boundedGate ? shape.lowerBound * sigmoid(a * x)
-                                   : -a * softplus(x);
-        }
-        const double beta = sigmoid(double(betaRaw[row]));
-        // S = exp(g)[:, None] * S
-        for (int64_t c = 0; c < K; ++c) {
-          const double e = std::exp(g[c]);
-          for (int64_t j = 0; j < V; ++j)
-            S[c * V + j] *= e;
-        }
-        // S += beta * outer(k, v - S^T k)
-        for (int64_t j = 0; j < V; ++j)
-          kvRow[j] = 0;
-        for (int64_t c = 0; c < K; ++c)
-          for (int64_t j = 0; j < V; ++j)
-            kvRow[j] += S[c * V + j] * kt[c]; // (S^T k)[j]
-        for (int64_t j = 0; j < V; ++j)
-          kvRow[j] = beta * (double(v[row * V + j]) - kvRow[j]);
-        for (int64_t c = 0; c < K; ++c)
-          for (int64_t j = 0; j < V; ++j)
-            S[c * V + j] += kt[c] * kvRow[j];
-        // o = S^T (scale * q)
-        double *oRow = &result.o[row * V];
-        for (int64_t c = 0; c < K; ++c) {
-          const double sq = shape.scale * qt[c];
-          for (int64_t j = 0; j < V; ++j)
-            oRow[j] += S[c * V + j] * sq;
+  parallelFor(N * H, [&](int64_t nh) {
+    const int64_t n = nh / H, h = nh % H;
+    std::vector<double> S(K * V), g(K), qt(K), kt(K), e(K), kvRow(V);
+    const size_t stateBase = size_t((n * H + h) * K * V);
+    for (int64_t i = 0; i < K * V; ++i)
+      S[i] = initialState.empty() ? 0.0 : initialState[stateBase + i];
+    const double a = std::exp(double(aLog[h]));
+    for (int64_t t = cuSeqlens[n]; t < cuSeqlens[n + 1]; ++t) {
+      const int64_t row = t * H + h;
+      normalised(&q[row * K], K, shape.qkL2norm, qt.data());
+      normalised(&k[row * K], K, shape.qkL2norm, kt.data());
+      for (int64_t c = 0; c < K; ++c) {
+        double x = double(gRaw[row * K + c]) + double(dtBias[h * K + c]);
+        g[c] = shape.boundedGate ? shape.lowerBound * sigmoid(a * x)
+                                 : -a * softplus(x);
+        e[c] = std::exp(g[c]);
+      }
+      const double beta = sigmoid(double(betaRaw[row]));
+      // S = exp(g)[:, None] * S, and (S^T k)[j] = sum_c S[c, j] k[c] of the
+      // decayed S, accumulated over c in order.
+      for (int64_t j = 0; j < V; ++j)
+        kvRow[j] = 0;
+      for (int64_t c = 0; c < K; ++c) {
+        double *Sc = &S[c * V];
+        for (int64_t j = 0; j < V; ++j) {
+          Sc[j] *= e[c];
+          kvRow[j] += Sc[j] * kt[c];
         }
       }
-      for (int64_t i = 0; i < K * V; ++i)
-        result.finalState[stateBase + i] = S[i];
+      // S += beta * outer(k, v - S^T k), and o = S^T (scale * q) of the
+      // updated S, accumulated over c in order.
+      for (int64_t j = 0; j < V; ++j)
+        kvRow[j] = beta * (double(v[row * V + j]) - kvRow[j]);
+      double *oRow = &result.o[row * V];
+      for (int64_t c = 0; c < K; ++c) {
+        double *Sc = &S[c * V];
+        const double sq = shape.scale * qt[c];
+        for (int64_t j = 0; j < V; ++j) {
+          Sc[j] += kt[c] * kvRow[j];
+          oRow[j] += Sc[j] * sq;
+        }
+      }
     }
-  }
+    for (int64_t i = 0; i < K * V; ++i)
+      result.finalState[stateBase + i] = S[i];
+  });
   return result;
 }
 

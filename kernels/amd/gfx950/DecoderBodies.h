@@ -271,6 +271,12 @@ linearWaveMfma(const T *wRow, const T *xRow0, const T *xRow1, bool two,
     loadChunks<false>(two ? xRow1 : nullptr, kb, g, kLo, kHi, edge, X1);
   };
   load(kbBegin, wa, xa, xb);
+  // Not unrolled: the loop is already software-pipelined (the next block's
+  // loads are in flight during this block's MFMAs), and the unrolled copies
+  // of the edge masks and addresses take more SGPRs than a wave has once
+  // the body is inlined into the persistent loop (generated decoders
+  // spilled 100+ SGPRs into VGPR lanes).
+#pragma nounroll
   for (int b = kbBegin; b < kbEnd; ++b) {
     am::u32x4 wn[4], xna[4], xnb[4];
     const bool more = b + 1 < kbEnd;

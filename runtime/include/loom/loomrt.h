@@ -235,6 +235,45 @@ LOOMRT_API loomrt_status loomrt_program_epoch(const loomrt_program *program,
 LOOMRT_API loomrt_status loomrt_program_event_count(
     const loomrt_program *program, int32_t event, uint64_t *count);
 
+/*--- Per-task timing -------------------------------------------------------*/
+
+/* Where one task's time went in a launch, in ns from the launch's origin:
+ * the moment the first worker entered it (so every backend's records line
+ * up the same way). For a task: `pick_ns` when its worker took it, `start_ns`
+ * when its inputs were ready (start - pick is time spent waiting on events),
+ * `end_ns` when its body had ended (read before its output events are
+ * triggered, so a task they release starts at or after it).
+ * For a worker: pick_ns = start_ns = when it entered the launch, end_ns when
+ * it left. `worker` runs it (for a worker record: itself). */
+typedef struct loomrt_task_timing {
+  uint64_t pick_ns;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  int32_t worker;
+  int32_t reserved; /* 0 */
+} loomrt_task_timing;
+
+/* *profiled = 1 when every launch of the program records per-task timing:
+ * always on the host backend (steady_clock, three reads per task); on a GPU
+ * for an artifact built with `loomc --profile` (LOOM_DEVICE_PROFILED), whose
+ * kernel reads the GPU's global timer (CUDA: %globaltimer). Else 0. */
+LOOMRT_API loomrt_status loomrt_program_profiled(const loomrt_program *program,
+                                                 int *profiled);
+/* The per-task timing of the last completed launch: `tasks` gets num_tasks
+ * records (index = task id), `workers` num_workers records (either may be
+ * NULL with its count 0; a non-zero count must equal the program's).
+ * Fails with LOOMRT_ERROR_INVALID_ARGUMENT for a program that records none
+ * (see loomrt_program_profiled), LOOMRT_ERROR_NOT_READY before the first
+ * completed launch or while a launch is in flight, and
+ * LOOMRT_ERROR_PROGRAM_FAILED after a failed launch. Records that are not
+ * the last launch's, or out of order (start before pick, end before start),
+ * fail with LOOMRT_ERROR_INTERNAL naming the task. */
+LOOMRT_API loomrt_status loomrt_program_profile(const loomrt_program *program,
+                                                loomrt_task_timing *tasks,
+                                                int32_t num_tasks,
+                                                loomrt_task_timing *workers,
+                                                int32_t num_workers);
+
 #ifdef __cplusplus
 }
 #endif

@@ -184,6 +184,23 @@ public:
     return count;
   }
 
+  /// Whether launches record per-task timing (loomrt_program_profiled).
+  bool profiled() const {
+    int yes = 0;
+    check(loomrt_program_profiled(handle_, &yes));
+    return yes != 0;
+  }
+  /// The last completed launch's per-task timing: num_tasks task records
+  /// into `tasks`, num_workers worker records into `workers`.
+  void profile(std::vector<loomrt_task_timing> *tasks,
+               std::vector<loomrt_task_timing> *workers) const {
+    const LoomProgramDesc &d = desc();
+    tasks->assign(static_cast<size_t>(d.num_tasks), loomrt_task_timing{});
+    workers->assign(static_cast<size_t>(d.num_workers), loomrt_task_timing{});
+    check(loomrt_program_profile(handle_, tasks->data(), d.num_tasks,
+                                 workers->data(), d.num_workers));
+  }
+
 private:
   loomrt_program *handle_ = nullptr;
 };

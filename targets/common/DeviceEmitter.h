@@ -1,0 +1,77 @@
+//===- DeviceEmitter.h - The persistent GPU kernel, any vendor ---*- C++ -*-===//
+//
+// A GPU artifact is the same program on every vendor: the schedule as
+// device arrays, one tile function per (layer op, phase) (TileEmitter), a
+// switch from task id to tile function, a kernel that hands all of it to the
+// vendor's persistent loop, and a host library that embeds the code object
+// and exports `loom_device_program` (kernels/common/DeviceAbi.h). Only the
+// spelling differs per vendor, which `DeviceSpelling` carries; EmitCuda and
+// EmitHip are a spelling each.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_TARGETS_COMMON_DEVICEEMITTER_H
+#define LOOM_TARGETS_COMMON_DEVICEEMITTER_H
+
+#include "ir/LoomOps.h"
+#include "targets/common/TileEmitter.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::loom {
+
+/// What the runtime needs besides the code object: LoomDeviceProgram's
+/// launch fields.
+struct DeviceKernelInfo {
+  std::string kernelName = "loom_kernel";
+  int threadsPerBlock = 256;
+  int dynamicSmemBytes = 0;
+  std::string bodies; ///< which task bodies the kernel uses, for reports
+  /// loomc --profile: emit the spelling's profiledLoop and set
+  /// LOOM_DEVICE_PROFILED (kernels/common/DeviceAbi.h).
+  bool profile = false;
+  /// Shared tile functions (TileDialect::shareFunctions) even where the
+  /// vendor's spelling does not ask for them (loomc --share-tile-functions).
+  bool shareTileFunctions = false;
+};
+
+/// How one vendor spells the device program.
+struct DeviceSpelling {
+  std::vector<std::string> includes; ///< after DeviceAbi.h; "<x>" verbatim
+  TileDialect tiles;
+  /// Qualifiers of `runTask` (the switch over tile functions).
+  std::string runTaskQualifier;
+  /// Attributes between `__global__ void` and the kernel's name.
+  std::string kernelBounds;
+  /// The persistent loop template, e.g. "loom::nvidia::loomPersistentLoop".
+  std::string persistentLoop;
+  /// The same loop recording per-task timing (DeviceAbi.h, LoomTaskTiming),
+  /// for --profile; empty: the vendor has none yet (--profile is refused).
+  std::string profiledLoop;
+  /// Where the bodies live, for DeviceKernelInfo::bodies.
+  std::string bodiesFolder;
+  /// Extra lines after `constexpr int kThreads` (e.g. static_asserts).
+  std::string preamble;
+};
+
+/// Static shared memory / LDS the dynamic size leaves to the loop's and the
+/// bodies' own `__shared__` variables.
+constexpr int kStaticSmemReserve = 4096;
+
+/// Emits the device translation unit of a scheduled graph and fills `info`
+/// (dynamic shared memory: the #loom.target's smem_per_block less
+/// kStaticSmemReserve).
+LogicalResult emitDeviceKernel(GraphOp graph, const DeviceSpelling &spelling,
+                               std::string &source, DeviceKernelInfo &info);
+
+/// Emits the host side of the artifact: the task table for the runtime and
+/// `loom_device_program()`, with the code object at `codeObjectPath`
+/// embedded (.incbin) between the symbols loom_<kind>_begin / _end.
+LogicalResult emitDeviceHostLibrary(GraphOp graph, const DeviceKernelInfo &info,
+                                    llvm::StringRef codeObjectKind,
+                                    const std::string &codeObjectPath,
+                                    std::string &source);
+
+} // namespace mlir::loom
+
+#endif // LOOM_TARGETS_COMMON_DEVICEEMITTER_H
