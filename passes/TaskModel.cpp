@@ -104,19 +104,26 @@ PartitionAttr partitionLinear(LinearOp op, TargetAttr target,
                        scratch);
 }
 
+/// Split tasks N = batch x hkv x splits, with splits chosen so N reaches the
+/// workers even at the largest batch. N is fixed, but the bodies map tasks
+/// to (request, kv head, token range) at run time from the runtime batch and
+/// kv_lens (kernels/common/GqaSplits.h), so a small batch spreads over all N
+/// tasks instead of leaving those of absent requests idle. The emitted code
+/// and the bodies recover N from params[0] as batch x hkv x splits.
 PartitionAttr partitionGqa(GqaDecodeOp op, TargetAttr target,
                            const GraphBounds &b) {
   int64_t batch = dimOf(op.getQ(), 0, b), hq = dimOf(op.getQ(), 1, b);
   int64_t d = dimOf(op.getQ(), 2, b), hkv = dimOf(op.getKCache(), 2, b);
-  int64_t pageTokens = dimOf(op.getKCache(), 1, b);
-  int64_t splits = std::clamp<int64_t>(target.getWorkers() / (batch * hkv), 1, 16);
-  // Per split, a typical decode context (4K tokens) of K and V for one head.
-  double kvBytes = 2.0 * 4096 / splits * d * elemBytes(op.getKCache());
-  double flops = 4.0 * 4096 / splits * d * (hq / hkv);
-  int64_t scratch = batch * splits * hq * (d + 1) * 4;
-  (void)pageTokens;
-  return makePartition(op->getContext(), {batch * hkv * splits, batch * hkv},
-                       {splits},
+  int64_t splits =
+      std::clamp<int64_t>(ceilDiv(target.getWorkers(), batch * hkv), 1, 16);
+  int64_t tasks = batch * hkv * splits;
+  // A task's share of a typical decode step: 4K tokens for every request.
+  double tokens = 4096.0 * batch * hkv / tasks;
+  double kvBytes = 2.0 * tokens * d * elemBytes(op.getKCache());
+  double flops = 4.0 * tokens * d * (hq / hkv);
+  int64_t scratch = tasks * (hq / hkv) * (d + 1) * 4;
+  // A merge reads its pair's splits: `splits` at the full batch, more below.
+  return makePartition(op->getContext(), {tasks, batch * hkv}, {splits},
                        {costNs(target, kvBytes, flops),
                         costNs(target, double(splits) * (hq / hkv) * (d + 1) * 4, 0)},
                        scratch);
@@ -126,7 +133,9 @@ PartitionAttr partitionMla(MlaDecodeOp op, TargetAttr target,
                            const GraphBounds &b) {
   int64_t batch = dimOf(op.getQNope(), 0, b), h = dimOf(op.getQNope(), 1, b);
   int64_t dc = dimOf(op.getQNope(), 2, b), dp = dimOf(op.getQPe(), 2, b);
-  int64_t slots = target.getWorkers(), merges = std::min(batch, slots);
+  // Merge tasks: one per worker, each taking (request, head group) units of
+  // the runtime batch (kernels/common/MlaSlots.h, MlaMergeSplit).
+  int64_t slots = target.getWorkers(), merges = slots;
   // A slot's share of a typical 4K-token batch.
   double tokens = 4096.0 * batch / slots;
   double bytes = tokens * (dc + dp) * elemBytes(op.getCkvCache());
@@ -359,23 +368,21 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
         a.whole(o.getVCache(), true);
       })
       .Case([&](GqaDecodeOp o) {
-        int64_t hq = dimOf(o.getQ(), 1, b), hkv = dimOf(o.getKCache(), 2, b);
-        int64_t group = hq / hkv, splits = params[0];
-        int64_t pair = phase == 0 ? tile / splits : tile; // b * hkv + hk
-        int64_t req = pair / hkv, hk = pair % hkv;
         if (phase == 0) {
-          a.rows(o.getQ(), false, req * hq + hk * group, req * hq + (hk + 1) * group);
-          a.whole(o.getKCache(), false);
-          a.whole(o.getVCache(), false);
-          a.whole(o.getKvIndptr(), false);
-          a.whole(o.getKvIndices(), false);
-          a.whole(o.getKvLens(), false);
+          // A split task's request, kv head and tokens come from the runtime
+          // batch and kv_lens (GqaSplits.h): any request's Q rows and K/V.
+          for (Value v : {o.getQ(), o.getKCache(), o.getVCache(),
+                          o.getKvIndptr(), o.getKvIndices(), o.getKvLens()})
+            a.whole(v, false);
           a.scratch(true);
-        } else {
-          a.whole(o.getKvLens(), false);
-          a.scratch(false);
-          a.rows(o.getO(), true, req * hq + hk * group, req * hq + (hk + 1) * group);
+          return;
         }
+        // Merge task = pair (request, kv head); its splits are any tasks'.
+        int64_t hq = dimOf(o.getQ(), 1, b), hkv = dimOf(o.getKCache(), 2, b);
+        int64_t group = hq / hkv, req = tile / hkv, hk = tile % hkv;
+        a.whole(o.getKvLens(), false);
+        a.scratch(false);
+        a.rows(o.getO(), true, req * hq + hk * group, req * hq + (hk + 1) * group);
       })
       .Case([&](MlaDecodeOp o) {
         if (phase == 0) {
@@ -387,16 +394,12 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
           a.scratch(true);
           return;
         }
+        // A merge task's units depend on the runtime batch: any row.
         a.whole(o.getKvLens(), false);
         a.scratch(false);
-        int64_t batch = dimOf(o.getQNope(), 0, b), merges = params[1];
-        int64_t h = dimOf(o.getQNope(), 1, b);
         Access out{o.getO(), true, {}}, lse{o.getLse(), true, {}};
-        int64_t oRow = h * dimOf(o.getQNope(), 2, b) * elemBytes(o.getO());
-        for (int64_t r = tile; r < batch; r += merges) {
-          out.ranges.push_back({r * oRow, (r + 1) * oRow});
-          lse.ranges.push_back({r * h * 4, (r + 1) * h * 4});
-        }
+        out.ranges.push_back({0, boundedBytes(typeOf(o.getO()), b)});
+        lse.ranges.push_back({0, boundedBytes(typeOf(o.getLse()), b)});
         accesses.push_back(std::move(out));
         accesses.push_back(std::move(lse));
       })

@@ -12,8 +12,8 @@
 //    (only small fixed-size stack arrays and caller-provided workspace);
 //  * tile ranges are half-open, and the caller clamps row/token/element
 //    ranges to the runtime counts (a task wholly past them is not called or
-//    gets an empty range). gqa_decode takes the runtime batch and skips
-//    requests past it itself, because its task grid is (request, head, split).
+//    gets an empty range). gqa_decode takes the runtime batch and kv_lens
+//    and maps its tasks to work itself (kernels/common/GqaSplits.h).
 //
 // The storage types are template parameters (bf16, f16, float for
 // activations; int32_t or int64_t for meta tensors) so one header serves
@@ -23,6 +23,7 @@
 #ifndef LOOM_KERNELS_HOST_DECODERBODIES_H
 #define LOOM_KERNELS_HOST_DECODERBODIES_H
 
+#include "kernels/common/GqaSplits.h"
 #include "kernels/common/Numerics.h"
 
 #include <algorithm>
@@ -261,12 +262,16 @@ void kvAppend(const TK *k, const TV *v, const TSlot *slotMapping, TKC *kCache,
 //===----------------------------------------------------------------------===//
 // gqa_decode: split-KV, two phases.
 //
-// Workspace (float), for maxBatch requests, S splits, Hq query heads, value
-// head dim Dv:
-//   o partials   [maxBatch][S][Hq][Dv]   at workspace + 0
-//   lse partials [maxBatch][S][Hq]       at workspace + maxBatch*S*Hq*Dv
-// Each partial o is already normalised by its own softmax denominator; its
-// lse is the natural-log log-sum-exp of its scaled scores (-inf if empty).
+// N = maxBatch * Hkv * S split tasks, mapped to (request, kv head, token
+// range) at run time from the runtime batch and kv_lens, so the work spreads
+// over all N tasks whatever the batch (kernels/common/GqaSplits.h, shared
+// with the device bodies). Workspace (float), Hq query heads, value head
+// dim Dv, group = Hq / Hkv:
+//   o partials   [N * group][Dv]   at workspace + 0 (task n: rows n*group..)
+//   lse partials [N * group]       at workspace + N * group * Dv
+// (N * group = maxBatch * S * Hq). Each partial o is already normalised by
+// its own softmax denominator; its lse is the natural-log log-sum-exp of its
+// scaled scores (-inf if empty).
 //===----------------------------------------------------------------------===//
 
 /// Floats of gqa_decode workspace; D is the value head dim (Dv).
@@ -275,10 +280,12 @@ inline int64_t gqaWorkspaceFloats(int64_t maxBatch, int64_t S, int64_t Hq,
   return maxBatch * S * Hq * (D + 1);
 }
 
-/// Phase 0, task (b, hk, s): the query heads of group hk (Hq/Hkv heads that
-/// share KV head hk) attend to tokens [s*len/S, (s+1)*len/S) of request b,
-/// len = kvLens[b]. Token t lives in page kvIndices[kvIndptr[b] + t/P], slot
-/// t % P. Requests b >= batch (the runtime batch) are skipped.
+/// Phase 0, split task n = (b * Hkv + hk) * S + s of N = maxBatch * Hkv * S
+/// (the emitted code's decomposition of the tile; (b, hk, s) name the task,
+/// not its work): gqaSplitTask gives the request, KV head and token range;
+/// the query heads of that KV head's group attend to those tokens. Token t
+/// of request r lives in page kvIndices[kvIndptr[r] + t/P], slot t % P.
+/// Tasks past the batch's share do nothing.
 template <typename TQ, typename TK, typename TV, typename TPtr, typename TInd,
           typename TLen>
 void gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
@@ -287,17 +294,20 @@ void gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
                     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D,
                     int64_t Dv, int64_t P, int64_t S, float smScale, int64_t b,
                     int64_t hk, int64_t s) {
-  if (b >= batch)
+  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
+  const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
+  if (!task.active)
     return;
-  const int64_t len = int64_t(kvLens[b]);
-  const int64_t tBegin = s * len / S, tEnd = (s + 1) * len / S;
+  b = task.b;
+  hk = task.hk;
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
   const int64_t group = Hq / Hkv;
   const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
-  float *lsePart = workspace + maxBatch * S * Hq * Dv;
+  float *lsePart = workspace + numTasks * group * Dv;
   // One head at a time, accumulating straight into this task's own
   // workspace row: no stack buffer sized by Dv or the group.
-  for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-    const int64_t slotIdx = (b * S + s) * Hq + h;
+  for (int64_t j = 0; j < group; ++j) {
+    const int64_t h = hk * group + j, slotIdx = n * group + j;
     float *acc = workspace + slotIdx * Dv;
     const TQ *qh = q + (b * Hq + h) * D;
     for (int64_t d = 0; d < Dv; ++d)
@@ -339,44 +349,46 @@ namespace detail {
 constexpr int64_t kMergeChunk = 64;
 } // namespace detail
 
-/// Phase 1, task (b, hk): o[b, h] = sum_s w_s o_s / sum_s w_s with
-/// w_s = exp(lse_s - max lse) for the heads h of group hk. A request with no
-/// tokens (every lse -inf) gets o = 0. Requests b >= batch are skipped.
-template <typename TO>
-void gqaDecodeMerge(const float *workspace, TO *o, int64_t batch,
-                    int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t Dv,
-                    int64_t S, int64_t b, int64_t hk) {
+/// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
+/// w_i = exp(lse_i - max lse) over the split tasks gqaPairTasks gives the
+/// pair, for the heads h of group hk. A request with no tokens (every lse
+/// -inf) gets o = 0. Requests b >= batch are skipped.
+template <typename TO, typename TLen>
+void gqaDecodeMerge(const float *workspace, const TLen *kvLens, TO *o,
+                    int64_t batch, int64_t maxBatch, int64_t Hq, int64_t Hkv,
+                    int64_t Dv, int64_t S, int64_t b, int64_t hk) {
   if (b >= batch)
     return;
-  const int64_t group = Hq / Hkv;
-  const float *lsePart = workspace + maxBatch * S * Hq * Dv;
+  const int64_t group = Hq / Hkv, numTasks = maxBatch * Hkv * S;
+  const GqaPairTasks pair = gqaPairTasks(kvLens, batch, Hkv, numTasks, b, hk);
+  const float *lsePart = workspace + numTasks * group * Dv;
   float acc[detail::kMergeChunk];
-  for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-    TO *oh = o + (b * Hq + h) * Dv;
+  for (int64_t j = 0; j < group; ++j) {
+    TO *oh = o + (b * Hq + hk * group + j) * Dv;
+    auto slot = [&](int64_t i) { return (pair.first + i) * group + j; };
     float mx = detail::kNegInf;
-    for (int64_t s = 0; s < S; ++s)
-      mx = std::max(mx, lsePart[(b * S + s) * Hq + h]);
+    for (int64_t i = 0; i < pair.count; ++i)
+      mx = std::max(mx, lsePart[slot(i)]);
     if (mx == detail::kNegInf) {
       for (int64_t d = 0; d < Dv; ++d)
         store(oh, d, 0.0f);
       continue;
     }
     float wsum = 0.0f;
-    for (int64_t s = 0; s < S; ++s)
-      wsum += std::exp(lsePart[(b * S + s) * Hq + h] - mx);
+    for (int64_t i = 0; i < pair.count; ++i)
+      wsum += std::exp(lsePart[slot(i)] - mx);
     for (int64_t d0 = 0; d0 < Dv; d0 += detail::kMergeChunk) {
       int64_t cnt = std::min(detail::kMergeChunk, Dv - d0);
-      for (int64_t j = 0; j < cnt; ++j)
-        acc[j] = 0.0f;
-      for (int64_t s = 0; s < S; ++s) {
-        int64_t slotIdx = (b * S + s) * Hq + h;
-        float ws = std::exp(lsePart[slotIdx] - mx);
-        const float *part = workspace + slotIdx * Dv + d0;
-        for (int64_t j = 0; j < cnt; ++j)
-          acc[j] += ws * part[j];
+      for (int64_t k = 0; k < cnt; ++k)
+        acc[k] = 0.0f;
+      for (int64_t i = 0; i < pair.count; ++i) {
+        float ws = std::exp(lsePart[slot(i)] - mx);
+        const float *part = workspace + slot(i) * Dv + d0;
+        for (int64_t k = 0; k < cnt; ++k)
+          acc[k] += ws * part[k];
       }
-      for (int64_t j = 0; j < cnt; ++j)
-        store(oh, d0 + j, acc[j] / wsum);
+      for (int64_t k = 0; k < cnt; ++k)
+        store(oh, d0 + k, acc[k] / wsum);
     }
   }
 }

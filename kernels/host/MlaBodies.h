@@ -4,20 +4,23 @@
 // so that a persistent kernel with W workers stays busy whatever the mix of
 // request lengths:
 //
-//  * Phase 0 ("split"), W tasks. The tokens of all requests, laid end to end
-//    (request b owns [cum[b], cum[b+1]) with cum the prefix sum of kv_lens),
-//    are cut into W nearly equal ranges: slot w owns [w*Ttot/W, (w+1)*Ttot/W).
-//    For every request piece in its range a slot writes, per head, the
-//    normalised partial o = acc/l and lse = m + ln l (natural log) to
-//    workspace piece p = w + b. A slot reads each KV row once and scores all
-//    H heads against it: the KV is shared by the heads, which is MLA's point.
+//  * Phase 0 ("split"), W tasks. The tokens of all requests, laid end to end,
+//    are cut into E = clamp(ceil(Ttot / kMlaMinSlotTokens), 1, W) nearly
+//    equal, non-empty ranges (the active slots: kernels/common/MlaSlots.h);
+//    slots w >= E do nothing. For every request piece in its range a slot
+//    writes, per head, the normalised partial o = acc/l and lse = m + ln l
+//    (natural log) to workspace piece p = w + b. A slot reads each KV row
+//    once and scores all H heads against it: the KV is shared by the heads,
+//    which is MLA's point.
 //  * Phase 1 ("merge"), M tasks. Task i merges requests i, i+M, ... by a
 //    log-sum-exp weighted average of their pieces and writes o (T) and the
-//    base-2 lse (float).
+//    base-2 lse (float). Every slot from the one owning a request's first
+//    token to the one owning its last wrote a piece of it (active slots are
+//    never empty), so the merge needs no per-piece test.
 //
-// Piece indices are unique: slots advance monotonically through the requests,
-// so if slot w touches request b and slot w' touches a later request b', then
-// w' >= w and w' + b' > w + b. Every piece index is < W + B.
+// Both phases derive E from the run-time kv_lens and the same `numSlots` and
+// `minSlotTokens`, so they agree on every range. Piece indices are unique
+// and < E + B <= W + B (see MlaSlots.h).
 //
 // Bodies take pre-offset pointers and run-time counts (batch, kv_lens, page
 // table) read from meta buffers; they allocate nothing (fixed stack scratch
@@ -28,6 +31,7 @@
 #ifndef LOOM_KERNELS_HOST_MLABODIES_H
 #define LOOM_KERNELS_HOST_MLABODIES_H
 
+#include "kernels/common/MlaSlots.h"
 #include "kernels/common/Numerics.h"
 
 #include <algorithm>
@@ -73,76 +77,16 @@ template <typename T> struct MlaParams {
   float smScale = 0.f;  ///< applied to q.k before the softmax
 };
 
-//===----------------------------------------------------------------------===//
-// Workspace
-//===----------------------------------------------------------------------===//
-
-/// Pieces the workspace holds: every piece index w + b is < W + maxBatch.
-inline int64_t mlaNumPieces(int64_t numSlots, int64_t maxBatch) {
-  return numSlots + maxBatch;
-}
-
-/// Floats of partial_o [pieces][H][Dc]; partial_lse [pieces][H] follows it.
-inline int64_t mlaPartialOFloats(int64_t numSlots, int64_t maxBatch,
-                                 int64_t numHeads, int64_t dimCkv) {
-  return mlaNumPieces(numSlots, maxBatch) * numHeads * dimCkv;
-}
-
-/// Floats of partial_o + partial_lse. Lay them out as
-/// partialO = ws, partialLse = ws + mlaPartialOFloats(...).
-inline int64_t mlaWorkspaceFloats(int64_t numSlots, int64_t maxBatch,
-                                  int64_t numHeads, int64_t dimCkv) {
-  return mlaNumPieces(numSlots, maxBatch) * numHeads * (dimCkv + 1);
-}
-
-//===----------------------------------------------------------------------===//
-// Slot arithmetic shared by both phases
-//===----------------------------------------------------------------------===//
-
-/// A half-open range of global token positions.
-struct MlaTokenRange {
-  int64_t begin, end;
-  bool empty() const { return begin >= end; }
-};
-
-/// An inclusive range of slots; empty when first > last.
-struct MlaSlotSpan {
-  int64_t first, last;
-};
-
-/// Tokens owned by `slot`: [slot*total/numSlots, (slot+1)*total/numSlots).
-/// Slots may be empty when numSlots > total.
-inline MlaTokenRange mlaSlotTokens(int64_t slot, int64_t total,
-                                   int64_t numSlots) {
-  return {slot * total / numSlots, (slot + 1) * total / numSlots};
-}
-
-/// The slot owning token t (0 <= t < total): the largest w with
-/// floor(w*total/numSlots) <= t, i.e. w*total < (t+1)*numSlots. The largest
-/// such w is the non-empty slot when several slots start at t.
-inline int64_t mlaSlotOfToken(int64_t t, int64_t total, int64_t numSlots) {
-  return ((t + 1) * numSlots - 1) / total;
-}
-
-/// Slots whose token range can intersect [begin, end): the slot owning the
-/// first token through the slot owning the last. Slots strictly inside the
-/// span may be empty (numSlots > total); callers skip those with
-/// mlaSlotTokens.
-inline MlaSlotSpan slotRange(int64_t begin, int64_t end, int64_t total,
-                             int64_t numSlots) {
-  if (begin >= end)
-    return {0, -1};
-  return {mlaSlotOfToken(begin, total, numSlots),
-          mlaSlotOfToken(end - 1, total, numSlots)};
-}
-
-/// Ttot: the sum of the run-time kv_lens.
-inline int64_t mlaTotalTokens(const int32_t *kvLens, int64_t batch) {
-  int64_t total = 0;
-  for (int64_t b = 0; b < batch; ++b)
-    total += kvLens[b];
-  return total;
-}
+// Workspace and slots: kernels/common/MlaSlots.h (shared with the device
+// bodies), re-exported here for the host's callers.
+using ::loom::kMlaMinSlotTokens;
+using ::loom::MlaSlots;
+using ::loom::mlaActiveSlots;
+using ::loom::mlaNumPieces;
+using ::loom::mlaPartialOFloats;
+using ::loom::mlaSlots;
+using ::loom::mlaTotalTokens;
+using ::loom::mlaWorkspaceFloats;
 
 //===----------------------------------------------------------------------===//
 // Phase 0: split
@@ -222,27 +166,32 @@ void mlaSplitPiece(const MlaParams<T> &p, int64_t b, int64_t tokBegin,
 } // namespace detail
 
 /// Phase 0 task `slot` of `numSlots`. Writes partial_o / partial_lse for
-/// every non-empty piece (slot, b) at piece index slot + b; writes nothing
-/// else. partialO: [pieces][H][Dc], partialLse: [pieces][H] (natural log).
+/// every piece (slot, b) at piece index slot + b; writes nothing else (and
+/// nothing at all when slot >= E). partialO: [pieces][H][Dc], partialLse:
+/// [pieces][H] (natural log). `minSlotTokens` must match the merge's.
 template <typename T>
 void mlaSplit(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
-              float *partialO, float *partialLse) {
+              float *partialO, float *partialLse,
+              int64_t minSlotTokens = kMlaMinSlotTokens) {
   assert(p.numHeads <= kMlaMaxHeads && p.dimCkv <= kMlaMaxDimCkv &&
          p.dimKpe <= kMlaMaxDimKpe);
-  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
-  const MlaTokenRange mine = mlaSlotTokens(slot, total, numSlots);
-  if (mine.empty())
+  const MlaSlots slots =
+      mlaSlots(mlaTotalTokens(p.kvLens, p.batch), numSlots, minSlotTokens);
+  if (slot >= slots.active)
+    return;
+  const int64_t mineBegin = slots.begin(slot), mineEnd = slots.end(slot);
+  if (mineBegin >= mineEnd) // only when there are no tokens at all
     return;
   // Walk the prefix sum cum[b] until past this slot. A binary search would
   // need cum stored somewhere; the O(B) walk is what computing Ttot costs
   // anyway and is negligible next to one KV row times H heads.
   int64_t reqBegin = 0;
-  for (int64_t b = 0; b < p.batch && reqBegin < mine.end; ++b) {
+  for (int64_t b = 0; b < p.batch && reqBegin < mineEnd; ++b) {
     int64_t reqEnd = reqBegin + p.kvLens[b];
-    int64_t begin = std::max(mine.begin, reqBegin);
-    int64_t end = std::min(mine.end, reqEnd);
+    int64_t begin = std::max(mineBegin, reqBegin);
+    int64_t end = std::min(mineEnd, reqEnd);
     if (begin < end) {
-      int64_t piece = slot + b;
+      int64_t piece = MlaSlots::piece(slot, b);
       detail::mlaSplitPiece(p, b, begin - reqBegin, end - reqBegin,
                             partialO + piece * p.numHeads * p.dimCkv,
                             partialLse + piece * p.numHeads);
@@ -257,10 +206,11 @@ void mlaSplit(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
 
 namespace detail {
 
-/// Merges request `b` (global tokens [reqBegin, reqEnd)) from its pieces.
+/// Merges request `b` (global tokens [reqBegin, reqEnd)) from its pieces:
+/// slots slotOf(reqBegin) .. slotOf(reqEnd - 1), all of which wrote one.
 template <typename T>
 void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t reqBegin,
-                     int64_t reqEnd, int64_t total, int64_t numSlots,
+                     int64_t reqEnd, const MlaSlots &slots,
                      const float *partialO, const float *partialLse) {
   const int64_t numHeads = p.numHeads, dimCkv = p.dimCkv;
   T *o = p.o + b * numHeads * dimCkv;
@@ -273,31 +223,21 @@ void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t reqBegin,
     return;
   }
 
-  // Same integer ranges as phase 0: a slot in the span wrote piece slot + b
-  // exactly when its token range meets the request's.
-  const MlaSlotSpan span = slotRange(reqBegin, reqEnd, total, numSlots);
-  auto touches = [&](int64_t w) {
-    MlaTokenRange r = mlaSlotTokens(w, total, numSlots);
-    return std::max(r.begin, reqBegin) < std::min(r.end, reqEnd);
-  };
-
+  const int64_t first = MlaSlots::piece(slots.slotOf(reqBegin), b);
+  const int64_t last = MlaSlots::piece(slots.slotOf(reqEnd - 1), b);
   float acc[kMlaMaxDimCkv];
   for (int64_t h = 0; h < numHeads; ++h) {
     float maxLse = -std::numeric_limits<float>::infinity();
-    for (int64_t w = span.first; w <= span.last; ++w)
-      if (touches(w))
-        maxLse = std::max(maxLse, partialLse[(w + b) * numHeads + h]);
+    for (int64_t piece = first; piece <= last; ++piece)
+      maxLse = std::max(maxLse, partialLse[piece * numHeads + h]);
     float sum = 0.f;
-    for (int64_t w = span.first; w <= span.last; ++w)
-      if (touches(w))
-        sum += std::exp(partialLse[(w + b) * numHeads + h] - maxLse);
+    for (int64_t piece = first; piece <= last; ++piece)
+      sum += std::exp(partialLse[piece * numHeads + h] - maxLse);
     const float lseNat = maxLse + std::log(sum);
 
     std::fill(acc, acc + dimCkv, 0.f);
-    for (int64_t w = span.first; w <= span.last; ++w) {
-      if (!touches(w))
-        continue;
-      int64_t piece = w + b;
+    for (int64_t piece = first; piece <= last; ++piece) {
+      // One exp per (head, piece), not per element.
       float weight = std::exp(partialLse[piece * numHeads + h] - lseNat);
       const float *part = partialO + (piece * numHeads + h) * dimCkv;
       for (int64_t d = 0; d < dimCkv; ++d)
@@ -311,20 +251,24 @@ void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t reqBegin,
 
 } // namespace detail
 
-/// Phase 1 task `task` of `numMergeTasks`: merges requests task,
-/// task + numMergeTasks, ... < p.batch and writes their o rows and lse.
-/// `numSlots` must be phase 0's W.
+/// Phase 1 task `task` of `numMergeTasks`: merges the requests whose first
+/// merge unit it owns (MlaMergeSplit) and writes their o rows and lse.
+/// `numSlots` and `minSlotTokens` must be phase 0's.
 template <typename T>
 void mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
-              int64_t numSlots, const float *partialO,
-              const float *partialLse) {
+              int64_t numSlots, const float *partialO, const float *partialLse,
+              int64_t minSlotTokens = kMlaMinSlotTokens) {
   assert(p.dimCkv <= kMlaMaxDimCkv);
-  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
+  const MlaSlots slots =
+      mlaSlots(mlaTotalTokens(p.kvLens, p.batch), numSlots, minSlotTokens);
+  // Whole requests, in the task of each request's first head group.
+  const MlaMergeSplit split =
+      mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
   int64_t reqBegin = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     int64_t reqEnd = reqBegin + p.kvLens[b];
-    if (b >= task && (b - task) % numMergeTasks == 0)
-      detail::mlaMergeRequest(p, b, reqBegin, reqEnd, total, numSlots, partialO,
+    if (MlaMergeSplit::owns(b * split.chunks, task, numMergeTasks))
+      detail::mlaMergeRequest(p, b, reqBegin, reqEnd, slots, partialO,
                               partialLse);
     reqBegin = reqEnd;
   }

@@ -295,7 +295,8 @@ public:
                << floatLiteral(o.getSmScale().convertToDouble()) << ", pair / " << hkv
                << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ")" << endCall() << ";\n";
           } else {
-            os << "  " << call() << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", " << ptr(o.getO(), false)
+            os << "  " << call() << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", "
+               << ptr(o.getKvLens()) << ", " << ptr(o.getO(), false)
                << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
                << dim(o.getVCache(), 3) << "LL, " << s << "LL, tile / " << hkv
                << "LL, tile % " << hkv << "LL" << dialect.extraArgs << ")" << endCall() << ";\n";

@@ -42,7 +42,7 @@ static_assert(g::linearLdsBytes<kThreads>() <= kDynLds, "linear LDS");
 static_assert(g::gqaSplitLdsBytes<kThreads>(128, 8) <= kDynLds, "gqa LDS");
 static_assert(g::gqaSplitLdsBytes<kThreads>(256, 8) <= kDynLds, "gqa LDS");
 static_assert(g::mlaSplitLdsBytes<kThreads>() <= kDynLds, "mla LDS");
-static_assert(g::mlaMergeLdsBytes(128) <= kDynLds, "mla merge LDS");
+static_assert(g::mlaMergeLdsBytes(128, 256) <= kDynLds, "mla merge LDS");
 static_assert(g::kdaIntraLdsBytes(64, 128, 128) <= kDynLds, "kda intra LDS");
 static_assert(g::kdaScanLdsBytes(64, 128) <= kDynLds, "kda scan LDS");
 
@@ -116,8 +116,9 @@ LOOM_TEST_KERNEL(loom_body_gqa_split)(DecArgs a) {
                                      a.P, a.S, 0.088f, a.b, a.hk, a.s, lds));
 }
 LOOM_TEST_KERNEL(loom_body_gqa_merge)(DecArgs a) {
-  report(a.err, g::gqaDecodeMerge<kThreads>(a.ws, a.y, a.M, a.M, a.H * 4, a.H,
-                                            a.D, a.S, a.b, a.hk, lds));
+  report(a.err, g::gqaDecodeMerge<kThreads>(a.ws, a.lens, a.y, a.M, a.M,
+                                            a.H * 4, a.H, a.D, a.S, a.b, a.hk,
+                                            lds));
 }
 LOOM_TEST_KERNEL(loom_body_silu_mul)(DecArgs a) {
   report(a.err, g::siluMul<kThreads>(a.x, a.w, a.y, a.n0, a.n1, lds));
@@ -243,8 +244,9 @@ __device__ __forceinline__ int32_t decoderTask(int32_t task,
         0.08838834764831845f, (tile / 8) / 8, (tile / 8) % 8, tile % 8, l);
   case 7:
     return g::gqaDecodeMerge<kThreads>(reinterpret_cast<const float *>(ws),
-                                       bind<bf16>(b, 15), m, 32, 32, 8, 128, 8,
-                                       tile / 8, tile % 8, l);
+                                       bind<int32_t>(b, 14), bind<bf16>(b, 15),
+                                       m, 32, 32, 8, 128, 8, tile / 8, tile % 8,
+                                       l);
   case 8:
     return g::siluMul<kThreads>(
         bind<bf16>(b, 5), bind<bf16>(b, 6), bind<bf16>(b, 5), tile * 4096,

@@ -578,6 +578,8 @@ std::vector<T> makeCache(const Paged &pg, int64_t P, int64_t rowElems) {
 // gqa_decode
 //===----------------------------------------------------------------------===//
 
+/// Tile t is split task t: the emitted code's (b, hk, s) decomposition of it,
+/// which the body recombines before mapping it to work at run time.
 struct GqaSplitTile {
   const bf16 *q;
   const bf16 *kc;
@@ -596,18 +598,21 @@ struct GqaSplitTile {
 
 struct GqaMergeTile {
   const float *ws;
+  const int32_t *lens;
   bf16 *o;
   int64_t batch, maxB, Hq, Hkv, Dv, S;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
-    return sm90::gqaDecodeMerge<kThreads>(ws, o, batch, maxB, Hq, Hkv, Dv, S,
-                                          tile / Hkv, tile % Hkv, smem);
+    return sm90::gqaDecodeMerge<kThreads>(ws, lens, o, batch, maxB, Hq, Hkv, Dv,
+                                          S, tile / Hkv, tile % Hkv, smem);
   }
 };
 
 void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
              int64_t D, int64_t P) {
   const int64_t batch = int64_t(lens.size()), Dv = D;
-  const int64_t S = std::clamp<int64_t>(kWorkers / (maxB * Hkv), 1, 16);
+  // The task model's split count (passes/TaskModel.cpp, partitionGqa).
+  const int64_t S =
+      std::clamp<int64_t>((kWorkers + maxB * Hkv - 1) / (maxB * Hkv), 1, 16);
   char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
                 "gqa B=%lld/%lld Hq=%lld Hkv=%lld D=%lld P=%lld S=%lld",
@@ -631,8 +636,8 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
                          pair % Hkv, t % S);
   });
   for (int64_t t = 0; t < maxB * Hkv; ++t)
-    host::gqaDecodeMerge(refWs.data(), ref.data(), batch, maxB, Hq, Hkv, Dv, S,
-                         t / Hkv, t % Hkv);
+    host::gqaDecodeMerge(refWs.data(), lens.data(), ref.data(), batch, maxB,
+                         Hq, Hkv, Dv, S, t / Hkv, t % Hkv);
 
   Dev<bf16> dq(q), dkc(kc), dvc(vc), dout(poisonVec<bf16>(ref.size()));
   Dev<int32_t> dip(pg.indptr), dind(pg.indices), dlens(lens);
@@ -643,7 +648,7 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
       name, runTiles(f0, maxB * Hkv * S, sm90::gqaSplitSmemBytes<kThreads>(D)),
       0);
   compare(name + " partials", dws.get(), refWs, 1e-3, 1e-3);
-  GqaMergeTile f1{dws.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
+  GqaMergeTile f1{dws.p, dlens.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
   expectStatus(name, runTiles(f1, maxB * Hkv, 0), 0);
   compare(name, dout.get(), ref, 1e-2, 1e-2);
 }
@@ -656,8 +661,10 @@ template <typename T> struct MlaSplitTile {
   sm90::MlaParams<T> p;
   int64_t slots;
   float *partialO, *partialLse;
+  int64_t minSlotTokens;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
-    return sm90::mlaSplit<kThreads>(p, tile, slots, partialO, partialLse, smem);
+    return sm90::mlaSplit<kThreads>(p, tile, slots, partialO, partialLse, smem,
+                                    minSlotTokens);
   }
 };
 
@@ -665,15 +672,21 @@ template <typename T> struct MlaMergeTile {
   sm90::MlaParams<T> p;
   int64_t merges, slots;
   const float *partialO, *partialLse;
+  int64_t minSlotTokens;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     return sm90::mlaMerge<kThreads>(p, tile, merges, slots, partialO,
-                                    partialLse, smem);
+                                    partialLse, smem, minSlotTokens);
   }
 };
 
+/// minSlotTokens: the bodies' parameter (1 = every slot active, the most
+/// pieces per request); mergeSmem: the merge's shared memory (0: the full
+/// mlaMergeSmemBytes; less makes it recompute weights in chunks).
 template <typename T>
 void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
-             int64_t Dp, int64_t P, const char *tag = "") {
+             int64_t Dp, int64_t P, const char *tag = "",
+             int64_t minSlotTokens = sm90::kMlaMinSlotTokens,
+             int64_t mergeSmem = 0) {
   const int64_t batch = int64_t(lens.size());
   const int64_t slots = kWorkers, merges = std::min(maxB, slots);
   int64_t total = 0;
@@ -681,9 +694,11 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
     total += l;
   char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
-                "mla%s B=%lld/%lld H=%lld Dc=%lld P=%lld tok=%lld", tag,
-                (long long)batch, (long long)maxB, (long long)H, (long long)Dc,
-                (long long)P, (long long)total);
+                "mla%s B=%lld/%lld H=%lld Dc=%lld P=%lld tok=%lld min=%lld "
+                "E=%lld", tag, (long long)batch, (long long)maxB, (long long)H,
+                (long long)Dc, (long long)P, (long long)total,
+                (long long)minSlotTokens,
+                (long long)sm90::mlaSlots(total, slots, minSlotTokens).active);
   const std::string name = nameBuf;
   std::vector<int32_t> lensFull = lens;
   lensFull.resize(maxB, 0);
@@ -716,10 +731,12 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
   hp.pageSize = P;
   hp.smScale = smScale;
   parallelFor(slots, [&](int64_t s) {
-    host::mlaSplit(hp, s, slots, refWs.data(), refWs.data() + oFloats);
+    host::mlaSplit(hp, s, slots, refWs.data(), refWs.data() + oFloats,
+                   minSlotTokens);
   });
   for (int64_t m = 0; m < merges; ++m)
-    host::mlaMerge(hp, m, merges, slots, refWs.data(), refWs.data() + oFloats);
+    host::mlaMerge(hp, m, merges, slots, refWs.data(), refWs.data() + oFloats,
+                   minSlotTokens);
 
   Dev<T> dqn(qn), dqp(qp), dckv(ckv), dkpe(kpe),
       dout(poisonVec<T>(refO.size()));
@@ -739,7 +756,7 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
   const int64_t smemSplit = (Dc == 512 && Dp == 64)
                                 ? sm90::mlaSplitSmemBytes<kThreads>()
                                 : sm90::mlaSplitGenericSmemBytes(H, Dc, Dp);
-  MlaSplitTile<T> f0{dp, slots, dws.p, dws.p + oFloats};
+  MlaSplitTile<T> f0{dp, slots, dws.p, dws.p + oFloats, minSlotTokens};
   expectStatus(name, runTiles(f0, slots, smemSplit), 0);
   auto ws = dws.get();
   std::vector<float> wsO(ws.begin(), ws.begin() + oFloats),
@@ -748,8 +765,13 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
       refWsL(refWs.begin() + oFloats, refWs.end());
   compare(name + " partial_o", wsO, refWsO, 2e-2 * rmsOf(refWsO), 1e-2, 1e-2);
   compare(name + " partial_lse", wsL, refWsL, 1e-3, 1e-4);
-  MlaMergeTile<T> f1{dp, merges, slots, dws.p, dws.p + oFloats};
-  expectStatus(name, runTiles(f1, merges, sm90::mlaMergeSmemBytes(H)), 0);
+  MlaMergeTile<T> f1{dp, merges, slots, dws.p, dws.p + oFloats,
+                     minSlotTokens};
+  expectStatus(name,
+               runTiles(f1, merges,
+                        mergeSmem ? mergeSmem
+                                  : sm90::mlaMergeSmemBytes(H, slots)),
+               0);
   compare(name + " o", dout.get(), refO, 1e-2, 1e-2);
   compare(name + " lse", dlse.get(), refLse, 1e-3, 1e-4);
 }
@@ -1785,6 +1807,11 @@ int main(int argc, char **argv) {
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens
   testRope(8, 8, 128, 64, false, 5, true);
   testKvAppend();
+  // Llama-3-8B on the H200: max batch 32 (N = 256 tasks, S = 1), runtime
+  // batch 8 of uneven lengths: the tasks of absent requests take splits of
+  // the present ones (several per (request, kv head), unevenly).
+  testGqa({1, 100, 2000, 17, 5, 300, 64, 1024}, 32, 32, 8, 128, 16);
+  testGqa({2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048}, 32, 32, 8, 128, 16);
   testGqa({3100, 0, 1, 4500}, 4, 32, 8, 128, 16);
   testGqa({8000}, 1, 32, 8, 128, 16);
   testGqa({2000, 3333}, 3, 64, 8, 128, 16);      // group 8, a batch row unused
@@ -1815,6 +1842,18 @@ int main(int argc, char **argv) {
   }
   testMla<f16>({1500, 2222}, 2, 16, 512, 64, 1, " f16");
   testMla<bf16>({500, 333}, 2, 4, 128, 32, 16, " plain");
+  // The launch measured slow before (a 1000-token request over ~98 pieces).
+  testMla<bf16>({0, 1, 37, 7, 300, 1000}, 6, 16, 512, 64, 1, " h200case");
+  // Every slot active: requests spanning up to all 132 pieces, merged with
+  // cached weights, then with room for 1 and for 5 pieces (chunked).
+  testMla<bf16>({0, 1, 37, 7, 300, 1000}, 6, 16, 512, 64, 1, " dense", 1);
+  testMla<bf16>({9000, 3, 40}, 3, 16, 512, 64, 1, " dense", 1);
+  testMla<bf16>({9000, 3, 40}, 3, 16, 512, 64, 1, " dense smem1", 1,
+                sm90::mlaMergeMinSmemBytes(16));
+  testMla<bf16>({9000, 3, 40}, 3, 16, 512, 64, 64, " smem5", 1,
+                4 * 16 * (1 + 5));
+  // Dc not a multiple of 4: the merge's scalar path.
+  testMla<bf16>({500, 333}, 2, 4, 130, 32, 16, " plain odd", 1);
 
   }
 

@@ -567,11 +567,15 @@ TYPED_TEST(DecoderOpTest, SiluMulAndAdd) {
 
 /// gqa_decode over a paged cache with mixed lengths (empty, 1, a full page,
 /// partial last pages), scattered pages, NaN in every slot no request owns,
-/// one request slot past the runtime batch, for S in {1, 3, 8}.
+/// one request slot past the runtime batch, for S in {1, 3, 8}. Short
+/// contexts get one split per (request, kv head); kLongLens (up to 700
+/// tokens, > kGqaMinSplitTokens) get several, unevenly per request.
+const IVec kShortLens = {1, 17, 40, 16, 0, 3};
+const IVec kLongLens = {1, 300, 0, 129, 700, 3};
+
 template <typename T, typename TI>
 void checkGqa(Rng &rng, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
-              int64_t P, int64_t S, Order order) {
-  const IVec lens = {1, 17, 40, 16, 0, 3};
+              int64_t P, int64_t S, Order order, const IVec &lens) {
   const int64_t batch = int64_t(lens.size()), maxBatch = batch + 1;
   Paging pg = makePaging(rng, lens, P, 3);
   const int64_t kRow = Hkv * D, vRow = Hkv * Dv;
@@ -601,8 +605,8 @@ void checkGqa(Rng &rng, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
                          id / (Hkv * S), id / S % Hkv, id % S);
   });
   runPhase(maxBatch * Hkv, order, rng, [&](int64_t id) {
-    host::gqaDecodeMerge(ws.data(), o.data(), batch, maxBatch, Hq, Hkv, Dv, S,
-                         id / Hkv, id % Hkv);
+    host::gqaDecodeMerge(ws.data(), lensI.data(), o.data(), batch, maxBatch, Hq,
+                         Hkv, Dv, S, id / Hkv, id % Hkv);
   });
 
   oracle::PageTable table{pg.indptr, pg.indices, lens};
@@ -621,10 +625,75 @@ TYPED_TEST(DecoderOpTest, GqaDecodePaged) {
   using T = TypeParam;
   Rng rng(testSeed());
   for (int64_t S : {1, 3, 8})
-    for (Order order : kOrders) {
-      checkGqa<T, int32_t>(rng, 8, 2, 32, 32, 16, S, order); // group of 4
-      checkGqa<T, int64_t>(rng, 3, 3, 24, 16, 5, S, order);  // MHA, Dv != D
+    for (Order order : kOrders)
+      for (const IVec *lens : {&kShortLens, &kLongLens}) {
+        checkGqa<T, int32_t>(rng, 8, 2, 32, 32, 16, S, order, *lens); // group 4
+        checkGqa<T, int64_t>(rng, 3, 3, 24, 16, 5, S, order, *lens); // MHA, Dv!=D
+      }
+}
+
+/// The run-time split mapping (kernels/common/GqaSplits.h): the tasks with
+/// work are at most N, every (request, kv head) pair's tokens are covered
+/// exactly once by the tasks the merge will read, and a pair's splits
+/// differ by at most one token; a small batch spreads over many tasks.
+TEST(GqaSplits, CoverEveryTokenOnceWithinTheTasks) {
+  Rng rng(testSeed());
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t hkv = 1 + rng.index(8), maxBatch = 1 + rng.index(12);
+    const int64_t batch = 1 + rng.index(maxBatch), S = 1 + rng.index(16);
+    const int64_t n = maxBatch * hkv * S;
+    std::vector<int32_t> lens(batch);
+    for (int32_t &len : lens)
+      len = rng.index(4) == 0 ? int32_t(rng.index(3))
+                              : int32_t(rng.index(rng.index(2) ? 5000 : 300));
+    // Pair (b, hk) -> tokens seen, in task order.
+    std::vector<std::vector<int64_t>> seen(batch * hkv);
+    std::vector<int64_t> taskOf(n, -1);
+    for (int64_t t = 0; t < n; ++t) {
+      GqaSplitTask w = gqaSplitTask(lens.data(), batch, hkv, n, t);
+      if (!w.active)
+        continue;
+      ASSERT_LT(w.b, batch);
+      ASSERT_LT(w.hk, hkv);
+      ASSERT_LE(0, w.tBegin);
+      ASSERT_LE(w.tBegin, w.tEnd);
+      ASSERT_LE(w.tEnd, int64_t(lens[w.b]));
+      taskOf[t] = w.b * hkv + w.hk;
+      for (int64_t tok = w.tBegin; tok < w.tEnd; ++tok)
+        seen[w.b * hkv + w.hk].push_back(tok);
     }
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t hk = 0; hk < hkv; ++hk) {
+        GqaPairTasks p = gqaPairTasks(lens.data(), batch, hkv, n, b, hk);
+        ASSERT_GE(p.count, 1);
+        ASSERT_LE(p.first + p.count, n);
+        int64_t shortest = std::numeric_limits<int64_t>::max(), longest = 0;
+        for (int64_t i = 0; i < p.count; ++i) {
+          ASSERT_EQ(taskOf[p.first + i], b * hkv + hk) << "merge reads a task "
+                                                          "of another pair";
+          GqaSplitTask w =
+              gqaSplitTask(lens.data(), batch, hkv, n, p.first + i);
+          shortest = std::min(shortest, w.tEnd - w.tBegin);
+          longest = std::max(longest, w.tEnd - w.tBegin);
+        }
+        EXPECT_LE(longest - shortest, 1);
+        const std::vector<int64_t> &got = seen[b * hkv + hk];
+        ASSERT_EQ(int64_t(got.size()), int64_t(lens[b]));
+        for (int64_t tok = 0; tok < int64_t(got.size()); ++tok)
+          ASSERT_EQ(got[tok], tok) << "request " << b << " kv head " << hk;
+      }
+  }
+  // Llama-3-8B on the H200: maxBatch 32, Hkv 8, S 1 -> N = 256. Batch 8 at
+  // 2048 tokens used to keep 64 tasks busy with 2048 tokens each.
+  std::vector<int32_t> lens(8, 2048);
+  int64_t busy = 0, most = 0;
+  for (int64_t t = 0; t < 256; ++t) {
+    GqaSplitTask w = gqaSplitTask(lens.data(), 8, 8, 256, t);
+    busy += w.active;
+    most = std::max(most, w.tEnd - w.tBegin);
+  }
+  EXPECT_EQ(busy, 256);
+  EXPECT_EQ(most, 512);
 }
 
 //===----------------------------------------------------------------------===//
@@ -799,8 +868,10 @@ TEST(DecoderOpsNegative, SkippedTaskAndPerturbationAreCaught) {
     EXPECT_EQ(c.worst, victim);
   }
   // gqa: one skipped split leaves a NaN partial that poisons the merge.
+  // 300 tokens: 3 splits per KV head (kGqaMinSplitTokens = 128), so the
+  // skipped task's NaN meets finite partials in its pair's merge.
   const int64_t Hq = 4, Hkv = 2, D = 16, P = 4, S = 3;
-  IVec lens = {9};
+  IVec lens = {300};
   Paging pg = makePaging(rng, lens, P, 1);
   auto kc = randomBuf<bf16>(rng, pg.pages * P * Hkv * D, 0.1, 1.0);
   auto vc = randomBuf<bf16>(rng, pg.pages * P * Hkv * D, 0.1, 1.0);
@@ -816,9 +887,10 @@ TEST(DecoderOpsNegative, SkippedTaskAndPerturbationAreCaught) {
                              ip.data(), ix.data(), ln.data(), ws.data(), 1, 1,
                              Hq, Hkv, D, D, P, S, 0.25f, 0, id / S, id % S);
       },
-      /*skip=*/S + 1);
+      /*skip=*/S + 1); // KV head 1's second split
   runPhase(Hkv, Order::InOrder, rng, [&](int64_t id) {
-    host::gqaDecodeMerge(ws.data(), o.data(), 1, 1, Hq, Hkv, D, S, 0, id);
+    host::gqaDecodeMerge(ws.data(), ln.data(), o.data(), 1, 1, Hq, Hkv, D, S, 0,
+                         id);
   });
   Vec oRef =
       oracle::gqaDecode(q.ref, kc.ref, vc.ref, {pg.indptr, pg.indices, lens}, 1,
@@ -1046,8 +1118,8 @@ void runLayer(const TinyModel &m, int64_t l, Caches<T> &cache, const T *x,
       },
       p.skipGqaTask);
   runPhase(MB * Hkv, p.order, rng, [&](int64_t id) {
-    host::gqaDecodeMerge(ws.data(), t.attn.data(), B, MB, Hq, Hkv, hd, S,
-                         id / Hkv, id % Hkv);
+    host::gqaDecodeMerge(ws.data(), lens.data(), t.attn.data(), B, MB, Hq, Hkv,
+                         hd, S, id / Hkv, id % Hkv);
   });
   runLinear(t.attn.data(), w.wo.data(), x, t.x1.data(), B, MB, qDim, hid,
             p.nTile, p.oSplits, p.order, rng);
@@ -1297,8 +1369,11 @@ TEST(DecoderModel, HeadVariant) {
 TEST(DecoderModelNegative, MistakesAreCaught) {
   Rng rng(testSeed());
   {
-    Plan plan; // a dropped attention split: NaN partial reaches the output
-    plan.skipGqaTask = rng.index(3 * 2 * plan.gqaSplits);
+    // A dropped attention split: its pair's output is wrong (zero, as its
+    // only partial's lse is NaN at these short contexts). The first
+    // batch x Hkv (>= 2) split tasks always have work.
+    Plan plan;
+    plan.skipGqaTask = rng.index(2);
     Compare c = runModel<bf16>(rng, false, 64, 2, plan, kModelBound).final;
     EXPECT_FALSE(c.ok) << "skipped gqa task: " << c.describe();
   }

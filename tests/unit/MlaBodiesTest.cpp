@@ -289,6 +289,9 @@ struct LaunchOptions {
   Order order = Order::InOrder;
   int64_t skipSlot = -1;  ///< negative tests: a phase 0 task not run
   int64_t skipMerge = -1; ///< negative tests: a phase 1 task not run
+  /// The bodies' minSlotTokens: 1 makes every slot with a token active (the
+  /// most pieces per request); the default is what emitted code uses.
+  int64_t minSlotTokens = host::kMlaMinSlotTokens;
 };
 
 /// One launch: poison outputs and workspace, phase 0 over W slots, phase 1
@@ -307,11 +310,12 @@ void launch(MlaRig<T> &rig, int64_t numSlots, int64_t numMerge,
 
   runPhase(numSlots, opts.order, rng, [&](int64_t w) {
     if (w != opts.skipSlot)
-      host::mlaSplit(p, w, numSlots, partialO, partialLse);
+      host::mlaSplit(p, w, numSlots, partialO, partialLse, opts.minSlotTokens);
   });
   runPhase(numMerge, opts.order, rng, [&](int64_t i) {
     if (i != opts.skipMerge)
-      host::mlaMerge(p, i, numMerge, numSlots, partialO, partialLse);
+      host::mlaMerge(p, i, numMerge, numSlots, partialO, partialLse,
+                     opts.minSlotTokens);
   });
 }
 
@@ -378,13 +382,23 @@ void checkAllCounts(std::mt19937_64 &rng, const MlaDims &dims,
                 pagesFor(lens, dims.pageSize) * 3 / 2 + 3);
   ASSERT_NO_FATAL_FAILURE(rig.fill(rng, lens));
   oracle::MlaOracleResult ref = rig.oracle();
-  for (int64_t w : slotCounts) {
-    for (int64_t m : mergeCounts) {
-      launch(rig, w, m, rng, {order});
-      CheckResult r = check(rig, ref);
-      EXPECT_TRUE(r.ok()) << "W=" << w << " M=" << m << "\n" << r.describe();
-      if (std::getenv("LOOM_VERBOSE"))
-        std::cout << "W=" << w << " M=" << m << "\n" << r.describe() << "\n";
+  // Dense slots (every slot with a token active) stress the piece
+  // bookkeeping; the default is what the emitted kernels run.
+  for (int64_t minTok : {int64_t(1), host::kMlaMinSlotTokens}) {
+    for (int64_t w : slotCounts) {
+      for (int64_t m : mergeCounts) {
+        LaunchOptions opts;
+        opts.order = order;
+        opts.minSlotTokens = minTok;
+        launch(rig, w, m, rng, opts);
+        CheckResult r = check(rig, ref);
+        EXPECT_TRUE(r.ok()) << "W=" << w << " M=" << m << " min=" << minTok
+                            << "\n"
+                            << r.describe();
+        if (std::getenv("LOOM_VERBOSE"))
+          std::cout << "W=" << w << " M=" << m << " min=" << minTok << "\n"
+                    << r.describe() << "\n";
+      }
     }
   }
 }
@@ -406,46 +420,80 @@ constexpr float kDeepSeekScale = 0.1352337747812271f;
 // Slot arithmetic
 //===----------------------------------------------------------------------===//
 
-TEST(MlaSlots, SlotOfTokenInvertsSlotTokens) {
-  for (int64_t total = 1; total <= 80; ++total) {
+// Active slots tile the tokens in order, none empty, each between
+// minSlotTokens / 2 and minSlotTokens tokens unless all W are active, and
+// slotOf inverts begin/end.
+TEST(MlaSlots, ActiveSlotsTileTheTokens) {
+  for (int64_t total = 0; total <= 700; total += (total < 80 ? 1 : 37)) {
     for (int64_t numSlots : {1, 2, 3, 5, 7, 64, 132, 200}) {
-      int64_t covered = 0;
-      for (int64_t w = 0; w < numSlots; ++w) {
-        host::MlaTokenRange r = host::mlaSlotTokens(w, total, numSlots);
-        ASSERT_EQ(r.begin, covered) << "slots must tile the tokens";
-        for (int64_t t = r.begin; t < r.end; ++t)
-          ASSERT_EQ(host::mlaSlotOfToken(t, total, numSlots), w)
-              << "t=" << t << " total=" << total << " W=" << numSlots;
-        covered = r.end;
+      for (int64_t minTok : {int64_t(1), int64_t(7), host::kMlaMinSlotTokens}) {
+        const host::MlaSlots s = host::mlaSlots(total, numSlots, minTok);
+        const int64_t want =
+            std::clamp<int64_t>((total + minTok - 1) / minTok, 1, numSlots);
+        ASSERT_EQ(s.active, want) << total << " W=" << numSlots;
+        int64_t covered = 0;
+        for (int64_t w = 0; w < s.active; ++w) {
+          ASSERT_EQ(s.begin(w), covered) << "slots must tile the tokens";
+          const int64_t len = s.end(w) - s.begin(w);
+          if (total > 0) {
+            ASSERT_GE(len, 1) << "an active slot is never empty";
+            if (s.active < numSlots && total >= minTok) {
+              ASSERT_LE(len, minTok);
+              ASSERT_GE(2 * len, minTok);
+            }
+          }
+          for (int64_t t = s.begin(w); t < s.end(w); ++t)
+            ASSERT_EQ(s.slotOf(t), w)
+                << "t=" << t << " total=" << total << " W=" << numSlots;
+          covered = s.end(w);
+        }
+        ASSERT_EQ(covered, total);
       }
-      ASSERT_EQ(covered, total);
     }
   }
 }
 
-TEST(MlaSlots, SlotRangeSpansExactlyTheTouchingSlots) {
+// The merge reads slots slotOf(lo) .. slotOf(hi - 1) of a request [lo, hi):
+// exactly the slots whose ranges meet it.
+TEST(MlaSlots, FirstToLastSlotAreExactlyTheTouchingSlots) {
   for (int64_t total = 1; total <= 40; ++total) {
     for (int64_t numSlots : {1, 3, 7, 50, 132}) {
-      for (int64_t lo = 0; lo < total; ++lo) {
-        for (int64_t hi = lo + 1; hi <= total; ++hi) {
-          int64_t first = -1, last = -1;
-          for (int64_t w = 0; w < numSlots; ++w) {
-            host::MlaTokenRange r = host::mlaSlotTokens(w, total, numSlots);
-            if (std::max(r.begin, lo) < std::min(r.end, hi)) {
-              if (first < 0)
-                first = w;
-              last = w;
+      for (int64_t minTok : {1, 4}) {
+        const host::MlaSlots s = host::mlaSlots(total, numSlots, minTok);
+        for (int64_t lo = 0; lo < total; ++lo) {
+          for (int64_t hi = lo + 1; hi <= total; ++hi) {
+            int64_t first = -1, last = -1, touching = 0;
+            for (int64_t w = 0; w < numSlots; ++w) {
+              const int64_t b = w < s.active ? s.begin(w) : total;
+              const int64_t e = w < s.active ? s.end(w) : total;
+              if (std::max(b, lo) < std::min(e, hi)) {
+                if (first < 0)
+                  first = w;
+                last = w;
+                ++touching;
+              }
             }
+            ASSERT_EQ(s.slotOf(lo), first) << lo << ".." << hi;
+            ASSERT_EQ(s.slotOf(hi - 1), last) << lo << ".." << hi;
+            ASSERT_EQ(touching, last - first + 1) << "no gap in the span";
           }
-          host::MlaSlotSpan s = host::slotRange(lo, hi, total, numSlots);
-          ASSERT_EQ(s.first, first) << lo << ".." << hi << " W=" << numSlots;
-          ASSERT_EQ(s.last, last) << lo << ".." << hi << " W=" << numSlots;
         }
       }
     }
   }
-  host::MlaSlotSpan empty = host::slotRange(5, 5, 10, 3);
-  EXPECT_GT(empty.first, empty.last);
+}
+
+// Large token counts: the arithmetic holds past 32 bits.
+TEST(MlaSlots, LargeTotals) {
+  for (int64_t total : {int64_t(1) << 31, (int64_t(1) << 33) + 12345}) {
+    const host::MlaSlots s = host::mlaSlots(total, 132, 128);
+    ASSERT_EQ(s.active, 132);
+    ASSERT_EQ(s.begin(132), total);
+    for (int64_t w : {0, 1, 77, 131}) {
+      ASSERT_EQ(s.slotOf(s.begin(w)), w);
+      ASSERT_EQ(s.slotOf(s.end(w) - 1), w);
+    }
+  }
 }
 
 TEST(MlaSlots, PieceIndicesAreUniqueAndBounded) {
@@ -459,12 +507,16 @@ TEST(MlaSlots, PieceIndicesAreUniqueAndBounded) {
     if (total == 0)
       continue;
     for (int64_t numSlots : {1, 3, 7, 132}) {
-      std::vector<int> used(numSlots + batch, 0);
-      for (int64_t w = 0; w < numSlots; ++w) {
-        host::MlaTokenRange r = host::mlaSlotTokens(w, total, numSlots);
-        for (int64_t b = 0; b < batch; ++b) {
-          if (std::max(r.begin, cum[b]) < std::min(r.end, cum[b + 1])) {
-            ASSERT_EQ(used.at(w + b)++, 0) << "piece " << w + b << " twice";
+      for (int64_t minTok : {1, 5, 128}) {
+        const host::MlaSlots s = host::mlaSlots(total, numSlots, minTok);
+        std::vector<int> used(numSlots + batch, 0);
+        for (int64_t w = 0; w < s.active; ++w) {
+          for (int64_t b = 0; b < batch; ++b) {
+            if (std::max(s.begin(w), cum[b]) < std::min(s.end(w), cum[b + 1])) {
+              const int64_t piece = host::MlaSlots::piece(w, b);
+              ASSERT_LT(piece, numSlots + batch);
+              ASSERT_EQ(used.at(piece)++, 0) << "piece " << piece << " twice";
+            }
           }
         }
       }
@@ -503,6 +555,14 @@ TEST(MlaBodies, PageSize1Bf16RealDims) {
 TEST(MlaBodies, PageSize64LongRequestsBf16) {
   checkAllCounts<bf16>({16, 512, 64, 64, 0.3f}, {700, 130, 64, 0, 1},
                        {1, 7, 132}, {1, 64});
+}
+
+// The batch measured on the H200 (a 1000-token request among short ones),
+// at the real dims: the default slots (E = 11 of 132) and dense ones (a
+// request over ~98 pieces).
+TEST(MlaBodies, MeasuredBatchRealDims) {
+  checkAllCounts<bf16>({16, 512, 64, 1, kDeepSeekScale},
+                       {0, 1, 37, 7, 300, 1000}, {132}, {6});
 }
 
 TEST(MlaBodies, Heads128Bf16) {
@@ -588,7 +648,12 @@ TEST(MlaBodiesNegative, SkippedSplitTaskIsCaught) {
   oracle::MlaOracleResult ref = rig.oracle();
   launch(rig, 7, 5, rng);
   ASSERT_TRUE(check(rig, ref).ok());
-  launch(rig, 7, 5, rng, {Order::InOrder, /*skipSlot=*/3});
+  LaunchOptions dense;
+  dense.minSlotTokens = 1; // 101 tokens: slot 3 of 7 is active
+  launch(rig, 7, 5, rng, dense);
+  ASSERT_TRUE(check(rig, ref).ok());
+  dense.skipSlot = 3;
+  launch(rig, 7, 5, rng, dense);
   CheckResult r = check(rig, ref);
   EXPECT_FALSE(r.ok());
   EXPECT_GT(r.o.mismatches, 0);

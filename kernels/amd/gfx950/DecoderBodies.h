@@ -41,6 +41,7 @@
 #define LOOM_KERNELS_AMD_GFX950_DECODERBODIES_H
 
 #include "kernels/amd/HipDevice.h"
+#include "kernels/common/GqaSplits.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -670,9 +671,11 @@ __device__ __forceinline__ int32_t kvAppend(const TK *k, const TV *v,
 }
 
 //===----------------------------------------------------------------------===//
-// gqa_decode: split-KV, two phases. Workspace (float), as the host's:
-//   o partials   [maxBatch][S][Hq][Dv]   at workspace + 0
-//   lse partials [maxBatch][S][Hq]       at workspace + maxBatch*S*Hq*Dv
+// gqa_decode: split-KV, two phases, N = maxBatch * Hkv * S split tasks
+// mapped to work at run time as the host's (kernels/common/GqaSplits.h).
+// Workspace (float), as the host's (group = Hq / Hkv):
+//   o partials   [N * group][Dv]   at workspace + 0 (task n: rows n*group..)
+//   lse partials [N * group]       at workspace + N * group * Dv
 // Each partial o is normalised by its own softmax denominator; its lse is
 // the natural-log log-sum-exp of its scaled scores (-inf if empty).
 //
@@ -716,8 +719,8 @@ struct GqaFastArgs {
   const TK *k;       ///< kCache + hk * D
   const TV *v;       ///< vCache + hk * D
   const TInd *pages; ///< this request's page ids
-  float *out;        ///< workspace + slot(b, s, h0) * D, heads D apart
-  float *lse;        ///< lse partials + slot(b, s, h0), heads 1 apart
+  float *out;        ///< workspace + (task's first row) * D, heads D apart
+  float *lse;        ///< lse partials + task's first row, heads 1 apart
   int64_t rowStride; ///< Hkv * D elements per token row
   int D, P, tBegin, tEnd;
   int group;    ///< query heads of the KV group
@@ -893,17 +896,16 @@ gqaSplitFastGroup(const GqaFastArgs<TQ, TK, TV, TInd> &a, char *lds) {
 template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
 __device__ __forceinline__ void
 gqaSplitPlain(const TQ *q, const TK *kCache, const TV *vCache,
-              const TInd *pages, float *workspace, int64_t maxBatch, int64_t Hq,
-              int64_t Hkv, int64_t D, int64_t Dv, int64_t P, int64_t S,
-              float smScale, int64_t b, int64_t hk, int64_t s, int64_t tBegin,
+              const TInd *pages, float *workspace, float *lsePart, int64_t Hq,
+              int64_t Hkv, int64_t D, int64_t Dv, int64_t P, float smScale,
+              int64_t b, int64_t hk, int64_t slot0, int64_t tBegin,
               int64_t tEnd) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   const int lane = am::laneId();
   const int64_t group = Hq / Hkv;
-  float *lsePart = workspace + maxBatch * S * Hq * Dv;
   for (int64_t h = hk * group + am::waveId(); h < (hk + 1) * group;
        h += kWaves) {
-    const int64_t slotIdx = (b * S + s) * Hq + h;
+    const int64_t slotIdx = slot0 + h - hk * group;
     float *acc = workspace + slotIdx * Dv;
     const TQ *qh = q + (b * Hq + h) * D;
     for (int64_t d = lane; d < Dv; d += 64)
@@ -943,9 +945,11 @@ gqaWorkspaceFloats(int64_t maxBatch, int64_t S, int64_t Hq, int64_t D) {
   return maxBatch * S * Hq * (D + 1);
 }
 
-/// Phase 0, task (b, hk, s): the query heads of group hk attend to tokens
-/// [s*len/S, (s+1)*len/S) of request b, len = kvLens[b]; token t lives in
-/// page kvIndices[kvIndptr[b] + t/P], slot t % P. b >= batch is skipped.
+/// Phase 0, split task n = (b * Hkv + hk) * S + s of N = maxBatch * Hkv * S
+/// (the host body's mapping, kernels/common/GqaSplits.h): the query heads of
+/// the KV head gqaSplitTask picks attend to its token range of its request
+/// (token t in page kvIndices[kvIndptr[r] + t/P], slot t % P) and write
+/// workspace rows n * group onwards. Tasks past the batch's share do nothing.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
 __device__ __forceinline__ int32_t gqaDecodeSplit(
@@ -953,25 +957,30 @@ __device__ __forceinline__ int32_t gqaDecodeSplit(
     const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
     int64_t S, float smScale, int64_t b, int64_t hk, int64_t s, char *lds) {
-  if (b >= batch)
+  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
+  // Every thread computes the same mapping: the branches stay block-uniform.
+  const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
+  if (!task.active)
     return am::kBodyOk;
-  const int64_t len = int64_t(kvLens[b]);
-  const int64_t tBegin = s * len / S, tEnd = (s + 1) * len / S;
+  b = task.b;
+  hk = task.hk;
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
   const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
   const int64_t group = Hq / Hkv;
+  const int64_t slot0 = n * group;
+  float *lsePart = workspace + numTasks * group * Dv;
   const bool fastShape =
       D == Dv && (D == 64 || D == 128 || D == 256) && am::isAligned16(q) &&
       am::isAligned16(kCache) && am::isAligned16(vCache) &&
       am::dynamicLdsBytes() >= gqaSplitLdsBytes<kThreads>(D, group);
   if (fastShape) {
-    const int64_t slot0 = (b * S + s) * Hq + hk * group;
     const detail::GqaFastArgs<TQ, TK, TV, TInd> a{
         q + (b * Hq + hk * group) * D,
         kCache + hk * D,
         vCache + hk * D,
         pages,
         workspace + slot0 * D,
-        workspace + maxBatch * S * Hq * D + slot0,
+        lsePart + slot0,
         Hkv * D,
         int(D),
         int(P),
@@ -987,40 +996,43 @@ __device__ __forceinline__ int32_t gqaDecodeSplit(
       detail::gqaSplitFastGroup<kThreads, 32>(a, lds);
     return am::kBodyOk;
   }
-  detail::gqaSplitPlain<kThreads>(q, kCache, vCache, pages, workspace, maxBatch,
-                                  Hq, Hkv, D, Dv, P, S, smScale, b, hk, s,
+  detail::gqaSplitPlain<kThreads>(q, kCache, vCache, pages, workspace, lsePart,
+                                  Hq, Hkv, D, Dv, P, smScale, b, hk, slot0,
                                   tBegin, tEnd);
   return am::kBodyOk;
 }
 
-/// Phase 1, task (b, hk): o[b, h] = sum_s w_s o_s / sum_s w_s with
-/// w_s = exp(lse_s - max lse), a thread per (head, dim), splits in order
-/// (the host's arithmetic). A request with no tokens gets o = 0.
-template <int kThreads, typename TO>
+/// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
+/// w_i = exp(lse_i - max lse) over the pair's split tasks (gqaPairTasks), a
+/// thread per (head, dim), splits in order (the host's arithmetic). A
+/// request with no tokens gets o = 0.
+template <int kThreads, typename TO, typename TLen>
 __device__ __forceinline__ int32_t gqaDecodeMerge(
-    const float *workspace, TO *o, int64_t batch, int64_t maxBatch, int64_t Hq,
-    int64_t Hkv, int64_t Dv, int64_t S, int64_t b, int64_t hk, char *lds) {
+    const float *workspace, const TLen *kvLens, TO *o, int64_t batch,
+    int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t Dv, int64_t S,
+    int64_t b, int64_t hk, char *lds) {
   (void)lds;
   if (b >= batch)
     return am::kBodyOk;
-  const int64_t group = Hq / Hkv;
-  const float *lsePart = workspace + maxBatch * S * Hq * Dv;
+  const int64_t group = Hq / Hkv, numTasks = maxBatch * Hkv * S;
+  const GqaPairTasks pair = gqaPairTasks(kvLens, batch, Hkv, numTasks, b, hk);
+  const float *lsePart = workspace + numTasks * group * Dv;
   for (int64_t e = am::threadId(); e < group * Dv; e += kThreads) {
-    const int64_t h = hk * group + e / Dv, d = e % Dv;
+    const int64_t j = e / Dv, d = e % Dv;
     float mx = am::kNegInf;
-    for (int64_t s = 0; s < S; ++s)
-      mx = __builtin_fmaxf(mx, lsePart[(b * S + s) * Hq + h]);
-    TO *oh = o + (b * Hq + h) * Dv;
+    for (int64_t i = 0; i < pair.count; ++i)
+      mx = __builtin_fmaxf(mx, lsePart[(pair.first + i) * group + j]);
+    TO *oh = o + (b * Hq + hk * group + j) * Dv;
     if (mx == am::kNegInf) {
       am::stF(oh, d, 0.f);
       continue;
     }
     float wsum = 0.f;
-    for (int64_t s = 0; s < S; ++s)
-      wsum += am::expAcc(lsePart[(b * S + s) * Hq + h] - mx);
+    for (int64_t i = 0; i < pair.count; ++i)
+      wsum += am::expAcc(lsePart[(pair.first + i) * group + j] - mx);
     float acc = 0.f;
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t slotIdx = (b * S + s) * Hq + h;
+    for (int64_t i = 0; i < pair.count; ++i) {
+      const int64_t slotIdx = (pair.first + i) * group + j;
       acc += am::expAcc(lsePart[slotIdx] - mx) * workspace[slotIdx * Dv + d];
     }
     am::stF(oh, d, acc / wsum);

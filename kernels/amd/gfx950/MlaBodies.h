@@ -28,7 +28,10 @@
 //
 // LDS: mlaSplitLdsBytes = 82112 B for the MFMA path (KV tile 64 x 584 T,
 // P 16 x 72 T, S 16 x 68 fp32, softmax stats, row indices); plain path
-// 4 (Dc + Dp + 4 H) B; merge 4 H (1 + 64) B (4160 B at H = 16).
+// 4 (Dc + Dp + 4 H) B; merge mlaMergeLdsBytes(H, W) = 4 H (1 + W) B
+// (8512 B at H = 16, W = 132), at least 8 H B (weights then recomputed in
+// chunks). The merge computes a request's per-(head, piece) weights once
+// into LDS, then sums 4 dims per thread with 16-byte loads and FMAs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_AMD_GFX950_MLABODIES_H
@@ -51,45 +54,16 @@ using am::imin;
 /// The host's operand struct: the emitted code fills it the same way.
 template <typename T> using MlaParams = host::MlaParams<T>;
 
-//===----------------------------------------------------------------------===//
-// Workspace and slot arithmetic (device copies of the host formulas)
-//===----------------------------------------------------------------------===//
-
-__host__ __device__ inline int64_t mlaNumPieces(int64_t numSlots,
-                                                int64_t maxBatch) {
-  return numSlots + maxBatch;
-}
-__host__ __device__ inline int64_t mlaPartialOFloats(int64_t numSlots,
-                                                     int64_t maxBatch,
-                                                     int64_t numHeads,
-                                                     int64_t dimCkv) {
-  return mlaNumPieces(numSlots, maxBatch) * numHeads * dimCkv;
-}
-__host__ __device__ inline int64_t mlaWorkspaceFloats(int64_t numSlots,
-                                                      int64_t maxBatch,
-                                                      int64_t numHeads,
-                                                      int64_t dimCkv) {
-  return mlaNumPieces(numSlots, maxBatch) * numHeads * (dimCkv + 1);
-}
-__host__ __device__ inline int64_t mlaTotalTokens(const int32_t *kvLens,
-                                                  int64_t batch) {
-  int64_t total = 0;
-  for (int64_t b = 0; b < batch; ++b)
-    total += kvLens[b];
-  return total;
-}
-/// First token of `slot`: slot * total / numSlots (slot numSlots: total).
-/// (am::divFloor: these products exceed 32 bits for long batches, and an
-/// emulated 64-bit division would crowd the scalar registers.)
-__device__ __forceinline__ int64_t mlaSlotBegin(int64_t slot, int64_t total,
-                                                int64_t numSlots) {
-  return am::divFloor(slot * total, numSlots);
-}
-/// The (non-empty) slot owning token t, 0 <= t < total.
-__device__ __forceinline__ int64_t mlaSlotOfToken(int64_t t, int64_t total,
-                                                  int64_t numSlots) {
-  return am::divFloor((t + 1) * numSlots - 1, total);
-}
+// Workspace layout and slot arithmetic: kernels/common/MlaSlots.h, the one
+// copy host and devices share (its mlaDivFloor keeps 64-bit divisions off
+// the emulated path, as am::divFloor does). Re-exported for emitted code.
+using ::loom::kMlaMinSlotTokens;
+using ::loom::MlaSlots;
+using ::loom::mlaNumPieces;
+using ::loom::mlaPartialOFloats;
+using ::loom::mlaSlots;
+using ::loom::mlaTotalTokens;
+using ::loom::mlaWorkspaceFloats;
 
 namespace detail {
 
@@ -105,7 +79,6 @@ constexpr int kMlaStride = kMlaRow + 8;
 constexpr int kMlaPStride = kMlaTile + 8; // P rows: 144 B, same reason
 constexpr int kMlaSStride = kMlaTile + 4; // score rows: 272 B (float4 reads)
 constexpr int kMlaChunksPerRow = kMlaRow / 8; // 72 16-byte chunks
-constexpr int kMlaMergeChunk = 64;            // pieces whose weights are cached
 
 constexpr int64_t kMlaKvBytes = int64_t(kMlaTile) * kMlaStride * 2;
 constexpr int64_t kMlaPBytes = int64_t(kMlaHeads) * kMlaPStride * 2;
@@ -461,14 +434,20 @@ mlaSplitPlainLdsBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
 }
 
 /// Phase 0 task `slot` of `numSlots`: partial_o / partial_lse of every
-/// non-empty piece (slot, b) at piece index slot + b, nothing else.
+/// piece (slot, b) at piece index slot + b, nothing else (nothing at all
+/// when slot >= E). `minSlotTokens` must match the merge's.
 template <int kThreads, typename T>
 __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                                             int64_t numSlots, float *partialO,
-                                            float *partialLse, char *lds) {
-  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
-  const int64_t mineBegin = mlaSlotBegin(slot, total, numSlots);
-  const int64_t mineEnd = mlaSlotBegin(slot + 1, total, numSlots);
+                                            float *partialLse, char *lds,
+                                            int64_t minSlotTokens =
+                                                kMlaMinSlotTokens) {
+  const MlaSlots slots =
+      mlaSlots(mlaTotalTokens(p.kvLens, p.batch), numSlots, minSlotTokens);
+  if (slot >= slots.active)
+    return am::kBodyOk;
+  const int64_t mineBegin = slots.begin(slot);
+  const int64_t mineEnd = slots.end(slot);
   if (mineBegin >= mineEnd)
     return am::kBodyOk;
   const bool mfma = detail::mlaUseMfma<kThreads>(p);
@@ -483,7 +462,7 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
-      const int piece = int(slot) + b;
+      const int piece = int(MlaSlots::piece(slot, b));
       float *pieceO = am::toVgpr(partialO + int64_t(piece) * H * Dc);
       float *pieceLse = am::toVgpr(partialLse + int64_t(piece) * H);
       // The request's rows and pages, per-lane pointers in VGPRs.
@@ -520,23 +499,92 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
   return am::kBodyOk;
 }
 
-/// LDS of the merge: natural-log lse per head plus cached piece weights.
-__host__ __device__ constexpr int64_t mlaMergeLdsBytes(int64_t numHeads) {
-  return 4 * numHeads * (1 + detail::kMlaMergeChunk);
+/// LDS of the merge: the natural-log lse per head plus the weights of every
+/// piece of a request per head. A request has at most E <= numSlots pieces,
+/// so with this much they are computed once per request; with less (but at
+/// least mlaMergeMinLdsBytes) they are recomputed in chunks.
+__host__ __device__ constexpr int64_t mlaMergeLdsBytes(int64_t numHeads,
+                                                       int64_t numSlots) {
+  return 4 * numHeads * (1 + numSlots);
+}
+/// The least the merge runs with: lse plus one piece's weights per head.
+__host__ __device__ constexpr int64_t mlaMergeMinLdsBytes(int64_t numHeads) {
+  return 4 * numHeads * 2;
 }
 
 namespace detail {
 
-/// Merges request b (global tokens [reqBegin, reqEnd)) from its pieces:
-/// the host's arithmetic, a thread per head for the lse and a thread per
-/// (head, dim) for the weighted sum, pieces in slot order. o / lse: the
+/// acc[0 .. kVec) += w * src[0 .. kVec): one 16-byte load when kVec = 4.
+template <int kVec>
+__device__ __forceinline__ void mlaFmaVec(float (&acc)[kVec], float w,
+                                          const float *src) {
+  if constexpr (kVec == 4) {
+    const am::f32x4 v = *reinterpret_cast<const am::f32x4 *>(src);
+    acc[0] = __builtin_fmaf(w, v.x, acc[0]);
+    acc[1] = __builtin_fmaf(w, v.y, acc[1]);
+    acc[2] = __builtin_fmaf(w, v.z, acc[2]);
+    acc[3] = __builtin_fmaf(w, v.w, acc[3]);
+  } else {
+    acc[0] = __builtin_fmaf(w, src[0], acc[0]);
+  }
+}
+
+/// The weighted sum over the request's `span` pieces (lseP / oP: its first
+/// piece's lse and o rows), kVec elements per thread and step. Weights come
+/// from sWeight[j * H + h], filled for chunks of `cap` pieces: once per
+/// request when span <= cap, else per chunk and element batch.
+template <int kThreads, int kVec, typename T>
+__device__ __forceinline__ void
+mlaMergeSum(T *o, int H, int Dc, int span, int cap, const float *oP,
+            const float *lseP, const float *sLseNat, float *sWeight) {
+  const int tid = int(am::threadId());
+  auto fill = [&](int c0, int n) {
+    am::syncThreads(); // the previous chunk's readers are done
+    for (int i = tid; i < n * H; i += kThreads) {
+      const int j = i / H, h = i - j * H; // once per (piece, head)
+      sWeight[i] = am::expAcc(lseP[(c0 + j) * H + h] - sLseNat[h]);
+    }
+    am::syncThreads();
+  };
+  const bool once = span <= cap;
+  if (once)
+    fill(0, span);
+  const int nVec = H * Dc / kVec, dcVec = Dc / kVec;
+  const int64_t pieceStride = int64_t(H) * Dc;
+  for (int v0 = 0; v0 < nVec; v0 += kThreads) {
+    const int v = v0 + tid;
+    const int h = v < nVec ? v / dcVec : 0; // one division per kVec elements
+    const float *src = oP + int64_t(v) * kVec;
+    float acc[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      acc[k] = 0.f;
+    for (int c0 = 0; c0 < span; c0 += cap) {
+      const int n = imin(cap, span - c0);
+      if (!once)
+        fill(c0, n); // workgroup-uniform: all threads run every v0 and c0
+      if (v < nVec)
+        for (int j = 0; j < n; ++j)
+          mlaFmaVec<kVec>(acc, sWeight[j * H + h],
+                          src + int64_t(c0 + j) * pieceStride);
+    }
+    if (v < nVec)
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        am::stF(o, v * kVec + k, acc[k]);
+  }
+}
+
+/// Merges request b (global tokens [reqBegin, reqEnd)) from its pieces, those
+/// of slots slotOf(reqBegin) .. slotOf(reqEnd - 1) (all written): the host's
+/// arithmetic, a thread per head for the lse, then mlaMergeSum. o / lse: the
 /// request's rows; H, Dc: sizes (opaque per request, see am::opaque).
 template <int kThreads, typename T>
 __device__ __forceinline__ void
 mlaMergeRequest(T *o, float *lse, int b, int H, int Dc, int64_t reqBegin,
-                int64_t reqEnd, int64_t total, int64_t numSlots,
-                const float *partialO, const float *partialLse, float *sLseNat,
-                float *sWeight, bool cacheWeights) {
+                int64_t reqEnd, const MlaSlots &slots, const float *partialO,
+                const float *partialLse, float *sLseNat, float *sWeight,
+                int cap) {
   const int tid = int(am::threadId());
   if (reqBegin >= reqEnd) {
     for (int e = tid; e < H * Dc; e += kThreads)
@@ -545,86 +593,64 @@ mlaMergeRequest(T *o, float *lse, int b, int H, int Dc, int64_t reqBegin,
       lse[h] = am::kNegInf;
     return;
   }
-  // Same integer ranges as phase 0: slot w wrote piece w + b exactly when
-  // its token range meets the request's.
-  const int64_t first = mlaSlotOfToken(reqBegin, total, numSlots);
-  const int64_t last = mlaSlotOfToken(reqEnd - 1, total, numSlots);
-  const int span = int(last - first + 1);
-  auto touches = [&](int j) {
-    const int64_t w = first + j;
-    const int64_t lo = mlaSlotBegin(w, total, numSlots);
-    const int64_t hi = mlaSlotBegin(w + 1, total, numSlots);
-    return imax(lo, reqBegin) < imin(hi, reqEnd);
-  };
-  // The request's pieces: piece first + b + j, lse at [j * H + h].
-  const float *lseP = am::toVgpr(partialLse + (first + b) * H);
-  const float *oP = am::toVgpr(partialO + (first + b) * H * Dc);
+  const int64_t first = MlaSlots::piece(slots.slotOf(reqBegin), b);
+  const int span =
+      int(MlaSlots::piece(slots.slotOf(reqEnd - 1), b) - first + 1);
+  // The request's pieces: lse at lseP[j * H + h], o rows from oP.
+  const float *lseP = am::toVgpr(partialLse + first * H);
+  const float *oP = am::toVgpr(partialO + first * H * Dc);
+  am::syncThreads(); // the previous request's readers of sLseNat are done
   for (int h = tid; h < H; h += kThreads) {
     float maxLse = am::kNegInf;
     for (int j = 0; j < span; ++j)
-      if (touches(j))
-        maxLse = __builtin_fmaxf(maxLse, lseP[j * H + h]);
+      maxLse = __builtin_fmaxf(maxLse, lseP[j * H + h]);
     float sum = 0.f;
     for (int j = 0; j < span; ++j)
-      if (touches(j))
-        sum += am::expAcc(lseP[j * H + h] - maxLse);
+      sum += am::expAcc(lseP[j * H + h] - maxLse);
     const float lseNat = maxLse + am::logAcc(sum);
     sLseNat[h] = lseNat;
     lse[h] = lseNat / host::kMlaLn2;
   }
-  am::syncThreads();
-  // A weight < 0 marks a slot that did not touch the request (its piece
-  // was never written: it is not read).
-  auto weightOf = [&](int j, int h) {
-    return touches(j) ? am::expAcc(lseP[j * H + h] - sLseNat[h]) : -1.f;
-  };
-  cacheWeights = cacheWeights && span <= kMlaMergeChunk;
-  if (cacheWeights)
-    for (int e = tid; e < span * H; e += kThreads)
-      sWeight[e] = weightOf(e / H, e % H);
-  am::syncThreads();
-  for (int e = tid; e < H * Dc; e += kThreads) {
-    const int h = e / Dc;
-    float acc = 0.f;
-    for (int j = 0; j < span; ++j) {
-      const float wgt = cacheWeights ? sWeight[j * H + h] : weightOf(j, h);
-      if (wgt >= 0.f)
-        acc += wgt * oP[int64_t(j) * H * Dc + e];
-    }
-    am::stF(o, e, acc);
-  }
-  am::syncThreads(); // sLseNat / sWeight are rewritten by the next request
+  // (mlaMergeSum's first fill syncs before reading sLseNat.)
+  if (Dc % 4 == 0 && am::isAligned16(partialO))
+    mlaMergeSum<kThreads, 4>(o, H, Dc, span, cap, oP, lseP, sLseNat, sWeight);
+  else
+    mlaMergeSum<kThreads, 1>(o, H, Dc, span, cap, oP, lseP, sLseNat, sWeight);
 }
 
 } // namespace detail
 
-/// Phase 1 task `task` of `numMergeTasks`: merges requests task,
-/// task + numMergeTasks, ... < batch; `numSlots` is phase 0's W.
+/// Phase 1 task `task` of `numMergeTasks`: merges the requests whose first
+/// merge unit it owns (MlaMergeSplit); `numSlots` and `minSlotTokens` are
+/// phase 0's.
 template <int kThreads, typename T>
-__device__ __forceinline__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
-                                            int64_t numMergeTasks,
-                                            int64_t numSlots,
-                                            const float *partialO,
-                                            const float *partialLse,
-                                            char *lds) {
-  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
+__device__ __forceinline__ int32_t
+mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
+         int64_t numSlots, const float *partialO, const float *partialLse,
+         char *lds, int64_t minSlotTokens = kMlaMinSlotTokens) {
   const uint32_t have = am::dynamicLdsBytes();
-  if (have < uint32_t(4 * p.numHeads))
+  if (have < uint32_t(mlaMergeMinLdsBytes(p.numHeads)))
     return am::kBodyLdsTooSmall;
+  const MlaSlots slots =
+      mlaSlots(mlaTotalTokens(p.kvLens, p.batch), numSlots, minSlotTokens);
   float *sLseNat = reinterpret_cast<float *>(lds);
   float *sWeight = sLseNat + p.numHeads;
-  const bool cacheWeights = have >= mlaMergeLdsBytes(p.numHeads);
+  // Pieces whose weights fit at once (>= 1 by the check above).
+  const int cap = int(have / uint32_t(4 * p.numHeads)) - 1;
+  // Whole requests, in the task of each request's first head group.
+  const MlaMergeSplit split =
+      mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
   int64_t reqBegin = 0;
   for (int b = 0; b < int(p.batch); ++b) {
     const int64_t reqEnd = reqBegin + p.kvLens[b];
-    if (b >= task && (b - int(task)) % int(numMergeTasks) == 0) {
+    if (MlaMergeSplit::owns(int64_t(b) * split.chunks, task, numMergeTasks)) {
       int H = int(p.numHeads), Dc = int(p.dimCkv);
       am::opaque(H); // per request: see am::opaque
       am::opaque(Dc);
       detail::mlaMergeRequest<kThreads>(
           am::toVgpr(p.o + int64_t(b) * H * Dc), am::toVgpr(p.lse + b * H), b,
-          H, Dc, reqBegin, reqEnd, total, numSlots, partialO, partialLse,
-          sLseNat, sWeight, cacheWeights);
+          H, Dc, reqBegin, reqEnd, slots, partialO, partialLse, sLseNat,
+          sWeight, cap);
     }
     reqBegin = reqEnd;
   }

@@ -30,6 +30,7 @@
 #ifndef LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
 #define LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
 
+#include "kernels/common/GqaSplits.h"
 #include "kernels/nvidia/Numerics.cuh"
 
 #include <cstdint>
@@ -640,16 +641,19 @@ __device__ __noinline__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *
 }
 
 //===----------------------------------------------------------------------===//
-// gqa_decode (split-KV; workspace layout of the host body:
-//   o partials [maxBatch][S][Hq][Dv] floats, then lse [maxBatch][S][Hq])
+// gqa_decode (split-KV; the host body's run-time task mapping and workspace
+// layout: o partials [N * group][Dv] floats, then lse [N * group],
+// N = maxBatch * Hkv * S; see kernels/common/GqaSplits.h)
 //===----------------------------------------------------------------------===//
 
 namespace detail {
 /// Query heads scored per pass over a split's tokens; larger groups take
 /// several passes.
 constexpr int kGqaMaxGroup = 8;
-/// Tokens whose K/V loads a unit issues before using the first.
-constexpr int kGqaUnroll = 2;
+/// Tokens whose K/V loads a unit issues before using the first: 4 (64 per
+/// block, 32 KB of K/V in flight per SM at D = 128), 2 with 8 heads a pass
+/// (registers: the 8 heads' states and q take twice as many).
+template <int kG> constexpr int kGqaUnroll = kG >= 8 ? 2 : 4;
 } // namespace detail
 
 /// Shared memory of gqaDecodeSplit's fast path for head dim D (<= 256).
@@ -704,16 +708,33 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
       acc[h][e] = 0.f;
   }
 
-  // The trip count is block-uniform, so every lane reaches every shuffle.
-  for (int64_t base = tBegin; base < tEnd; base += kUnits * kGqaUnroll) {
-    float kv[kGqaUnroll][8], vv[kGqaUnroll][8];
-    bool ok[kGqaUnroll];
+  // Token numbers and page sizes fit in 32 bits (unsigned division: the
+  // 64-bit one is emulated). Each step a unit takes kU tokens; their cache
+  // rows (page id * P + slot) are looked up a step ahead, so a step's K/V
+  // loads never wait on a page-id load, and all 2 * kU loads are issued
+  // before the first is used.
+  constexpr int kU = kGqaUnroll<kG>;
+  constexpr uint32_t kStep = uint32_t(kUnits) * kU;
+  const uint32_t end = uint32_t(tEnd), pageTokens = uint32_t(P);
+  int64_t slot[kU]; // cache row index of the token (before * Hkv + hk)
+  auto lookUp = [&](uint32_t base) {
 #pragma unroll
-    for (int u = 0; u < kGqaUnroll; ++u) {
-      const int64_t t = base + u * kUnits + unit;
-      ok[u] = t < tEnd;
+    for (int u = 0; u < kU; ++u) {
+      const uint32_t t = base + uint32_t(u * kUnits + unit);
+      slot[u] = t < end ? int64_t(pages[t / pageTokens]) * P + t % pageTokens
+                        : int64_t(-1);
+    }
+  };
+  lookUp(uint32_t(tBegin));
+  // The trip count is block-uniform, so every lane reaches every shuffle.
+  for (uint32_t base = uint32_t(tBegin); base < end; base += kStep) {
+    float kv[kU][8], vv[kU][8];
+    bool ok[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      ok[u] = slot[u] >= 0;
       if (ok[u]) {
-        const int64_t row = (int64_t(pages[t / P]) * P + t % P) * Hkv + hk;
+        const int64_t row = slot[u] * Hkv + hk;
         nv::load8(kCache + row * D + d0, kv[u]);
         nv::load8(vCache + row * D + d0, vv[u]);
       } else {
@@ -722,8 +743,9 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
           kv[u][e] = vv[u][e] = 0.f;
       }
     }
+    lookUp(base + kStep);
 #pragma unroll
-    for (int u = 0; u < kGqaUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
 #pragma unroll
       for (int h = 0; h < kG; ++h) {
         float s = 0.f;
@@ -872,9 +894,11 @@ gqaSplitFastGroup(const TQ *q, const TK *kCache, const TV *vCache,
 }
 } // namespace detail
 
-/// Phase 0, task (b, hk, s): the Hq / Hkv query heads of KV head hk attend
-/// to tokens [s * len / S, (s + 1) * len / S) of request b. Requests
-/// b >= batch are skipped.
+/// Phase 0, split task n = (b * Hkv + hk) * S + s of N = maxBatch * Hkv * S
+/// (the host body's mapping, kernels/common/GqaSplits.h): the Hq / Hkv query
+/// heads of the KV head gqaSplitTask picks attend to its token range of its
+/// request, and write workspace rows n * group onwards. Tasks past the
+/// batch's share do nothing.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
 __device__ __noinline__ int32_t gqaDecodeSplit(
@@ -882,15 +906,21 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
     int64_t S, float smScale, int64_t b, int64_t hk, int64_t s, char *smem) {
-  if (b >= batch)
+  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
+  // Every thread computes the same mapping (a few passes over kv_lens), so
+  // the branches below stay block-uniform.
+  const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
+  if (!task.active)
     return nv::kBodyOk;
-  const int64_t len = int64_t(kvLens[b]);
-  const int64_t tBegin = s * len / S, tEnd = (s + 1) * len / S;
+  b = task.b;
+  hk = task.hk;
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
   const int64_t group = Hq / Hkv;
   const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
   float *oPart = workspace;
-  float *lsePart = workspace + maxBatch * S * Hq * Dv;
-  const int64_t slotRow = (b * S + s) * Hq;
+  float *lsePart = workspace + numTasks * group * Dv;
+  // Row of absolute head h is slotRow + h: rows n * group .. + group - 1.
+  const int64_t slotRow = (n - hk) * group;
   const bool fast = D == Dv && (D == 64 || D == 128 || D == 256) &&
                     nv::isAligned16(q) && nv::isAligned16(kCache) &&
                     nv::isAligned16(vCache) &&
@@ -921,35 +951,39 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
   return nv::kBodyOk;
 }
 
-/// Phase 1, task (b, hk): o[b, h] = sum_s w_s o_s / sum_s w_s with
-/// w_s = exp(lse_s - max lse) for the heads of group hk; o = 0 when every
-/// split is empty. Requests b >= batch are skipped.
-template <int kThreads, typename TO>
-__device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace, TO *o, int64_t batch,
-                                  int64_t maxBatch, int64_t Hq, int64_t Hkv,
-                                  int64_t Dv, int64_t S, int64_t b, int64_t hk,
-                                  char *smem) {
+/// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
+/// w_i = exp(lse_i - max lse) over the pair's split tasks (gqaPairTasks),
+/// for the heads of group hk; o = 0 when every split is empty. Requests
+/// b >= batch are skipped.
+template <int kThreads, typename TO, typename TLen>
+__device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
+                                               const TLen *kvLens, TO *o,
+                                               int64_t batch, int64_t maxBatch,
+                                               int64_t Hq, int64_t Hkv,
+                                               int64_t Dv, int64_t S, int64_t b,
+                                               int64_t hk, char *smem) {
   if (b >= batch)
     return nv::kBodyOk;
-  const int64_t group = Hq / Hkv;
-  const float *lsePart = workspace + maxBatch * S * Hq * Dv;
+  const int64_t group = Hq / Hkv, numTasks = maxBatch * Hkv * S;
+  const GqaPairTasks pair = gqaPairTasks(kvLens, batch, Hkv, numTasks, b, hk);
+  const float *lsePart = workspace + numTasks * group * Dv;
   for (int64_t idx = threadIdx.x; idx < group * Dv; idx += kThreads) {
-    const int64_t h = hk * group + idx / Dv, d = idx % Dv;
+    const int64_t j = idx / Dv, d = idx % Dv;
     float mx = nv::kNegInf;
-    for (int64_t s = 0; s < S; ++s)
-      mx = fmaxf(mx, lsePart[(b * S + s) * Hq + h]);
+    for (int64_t i = 0; i < pair.count; ++i)
+      mx = fmaxf(mx, lsePart[(pair.first + i) * group + j]);
     float out = 0.f;
     if (mx != nv::kNegInf) {
       float wsum = 0.f, acc = 0.f;
-      for (int64_t s = 0; s < S; ++s) {
-        const int64_t slotIdx = (b * S + s) * Hq + h;
+      for (int64_t i = 0; i < pair.count; ++i) {
+        const int64_t slotIdx = (pair.first + i) * group + j;
         const float ws = expf(lsePart[slotIdx] - mx);
         wsum += ws;
         acc += ws * workspace[slotIdx * Dv + d];
       }
       out = acc / wsum;
     }
-    nv::stF(o, (b * Hq + h) * Dv + d, out);
+    nv::stF(o, (b * Hq + hk * group + j) * Dv + d, out);
   }
   return nv::kBodyOk;
 }

@@ -21,7 +21,12 @@
 //
 // Shared memory: mlaSplitSmemBytes() = 174784 B for the tensor-core path
 // (Q 16 x 584 + 2 KV tiles of 64 x 584 bf16, S/P/stats), else
-// 4 * (Dc + Dp + 4H) B; mlaMergeSmemBytes(H) = 260 H B.
+// 4 * (Dc + Dp + 4H) B; mlaMergeSmemBytes(H, W) = 4 H (1 + W) B (8512 B at
+// H = 16, W = 132), at least mlaMergeMinSmemBytes(H) = 8 H B.
+//
+// Merge: a request's per-(head, piece) weights are computed once into shared
+// memory, then each thread sums 4 consecutive dims of a head over the pieces
+// with 16-byte loads and FMAs (no division or exp per element).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_MLABODIES_CUH
@@ -45,46 +50,15 @@ using nv::roundUp;
 /// The host's operand struct: the emitted code fills it the same way.
 template <typename T> using MlaParams = host::MlaParams<T>;
 
-//===----------------------------------------------------------------------===//
-// Workspace and slot arithmetic (device copies of the host formulas)
-//===----------------------------------------------------------------------===//
-
-__host__ __device__ inline int64_t mlaNumPieces(int64_t numSlots,
-                                                int64_t maxBatch) {
-  return numSlots + maxBatch;
-}
-__host__ __device__ inline int64_t mlaPartialOFloats(int64_t numSlots,
-                                                     int64_t maxBatch,
-                                                     int64_t numHeads,
-                                                     int64_t dimCkv) {
-  return mlaNumPieces(numSlots, maxBatch) * numHeads * dimCkv;
-}
-__host__ __device__ inline int64_t mlaWorkspaceFloats(int64_t numSlots,
-                                                      int64_t maxBatch,
-                                                      int64_t numHeads,
-                                                      int64_t dimCkv) {
-  return mlaNumPieces(numSlots, maxBatch) * numHeads * (dimCkv + 1);
-}
-
-__host__ __device__ inline int64_t mlaTotalTokens(const int32_t *kvLens,
-                                                  int64_t batch) {
-  int64_t total = 0;
-  for (int64_t b = 0; b < batch; ++b)
-    total += kvLens[b];
-  return total;
-}
-
-/// First / end token of `slot`: [slot*total/numSlots, (slot+1)*total/numSlots).
-__host__ __device__ inline int64_t mlaSlotBegin(int64_t slot, int64_t total,
-                                                int64_t numSlots) {
-  return slot * total / numSlots;
-}
-
-/// The (non-empty) slot owning token t.
-__host__ __device__ inline int64_t mlaSlotOfToken(int64_t t, int64_t total,
-                                                  int64_t numSlots) {
-  return ((t + 1) * numSlots - 1) / total;
-}
+// Workspace layout and slot arithmetic: kernels/common/MlaSlots.h, the one
+// copy host and devices share (re-exported for the emitted code and tests).
+using ::loom::kMlaMinSlotTokens;
+using ::loom::MlaSlots;
+using ::loom::mlaNumPieces;
+using ::loom::mlaPartialOFloats;
+using ::loom::mlaSlots;
+using ::loom::mlaTotalTokens;
+using ::loom::mlaWorkspaceFloats;
 
 namespace detail {
 
@@ -97,7 +71,6 @@ constexpr int kMlaRow = kMlaDc + kMlaDp;
 /// in 8 different 4-bank groups (1168 B = 292 words = 4 mod 32).
 constexpr int kMlaStride = kMlaRow + 8;
 constexpr int kMlaPStride = kMlaTile + 8; // P rows, same reason
-constexpr int kMlaMergeChunk = 64;        // pieces whose weights are cached
 
 constexpr int64_t kMlaQBytes = int64_t(kMlaHeads) * kMlaStride * 2;
 constexpr int64_t kMlaKvBytes = int64_t(kMlaTile) * kMlaStride * 2;
@@ -381,6 +354,66 @@ __device__ bool mlaUseFastSplit(const MlaParams<T> &p) {
          nv::isAligned16(p.kpeCache) && nv::dynamicSmemBytes() >= kMlaSmemFast;
 }
 
+/// The requests' token offsets, sPrefix[b] = kv_lens[0] + ... + kv_lens[b-1]
+/// for b <= batch, computed by the whole block in shared memory. Walking the
+/// requests through global memory costs one dependent load (~0.5-1 us) per
+/// request on every task; here each thread loads its share at once and the
+/// walks below read shared memory. `sScan` holds kThreads / 32 int64s.
+template <int kThreads>
+__device__ void mlaPrefixToSmem(const int32_t *kvLens, int64_t batch,
+                                int64_t *sPrefix, int64_t *sScan) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t per = ceilDiv(batch, int64_t(kThreads));
+  const int64_t lo = imin(int64_t(threadIdx.x) * per, batch);
+  const int64_t hi = imin(lo + per, batch);
+  int64_t mine = 0;
+  for (int64_t b = lo; b < hi; ++b)
+    mine += kvLens[b];
+  // Inclusive scan of `mine` over the block: warps, then warp totals.
+  int64_t inc = mine;
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const int64_t up = __shfl_up_sync(0xffffffffu, inc, off);
+    if (lane >= off)
+      inc += up;
+  }
+  __syncthreads(); // sScan / sPrefix may still be read by a previous walk
+  if (lane == 31)
+    sScan[warp] = inc;
+  __syncthreads();
+  int64_t before = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w)
+    before += w < warp ? sScan[w] : 0;
+  int64_t run = before + inc - mine; // exclusive prefix of this chunk
+  for (int64_t b = lo; b < hi; ++b) {
+    sPrefix[b] = run;
+    run += kvLens[b];
+  }
+  if (threadIdx.x == kThreads - 1)
+    sPrefix[batch] = before + inc;
+  __syncthreads();
+}
+
+/// Bytes mlaPrefixToSmem needs at the top of the dynamic shared memory.
+__device__ __forceinline__ int64_t mlaPrefixSmemBytes(int64_t batch,
+                                                      int kThreads) {
+  return roundUp((batch + 1) * 8 + int64_t(kThreads / 32) * 8, 16);
+}
+
+/// Its place: the top of the dynamic shared memory, so the bodies' own
+/// layouts from offset 0 are unchanged; nullptr if it does not fit above
+/// `used` bytes.
+__device__ __forceinline__ int64_t *mlaPrefixSlot(char *smem, int64_t used,
+                                                  int64_t batch, int kThreads) {
+  const int64_t have = nv::dynamicSmemBytes();
+  const int64_t need = mlaPrefixSmemBytes(batch, kThreads);
+  if (have - need < roundUp(used, 16))
+    return nullptr;
+  return reinterpret_cast<int64_t *>(smem + (have - need));
+}
+
 } // namespace detail
 
 /// Shared memory the split needs for its tensor-core path.
@@ -396,27 +429,57 @@ mlaSplitGenericSmemBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
 }
 
 /// Phase 0 task `slot` of `numSlots`: partial_o / partial_lse of every
-/// non-empty piece (slot, b) at piece index slot + b, nothing else.
+/// piece (slot, b) at piece index slot + b, nothing else (nothing at all
+/// when slot >= E). `minSlotTokens` must match the merge's.
 template <int kThreads, typename T>
 __device__ __noinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                             int64_t numSlots, float *partialO,
-                            float *partialLse, char *smem) {
-  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
-  const int64_t mineBegin = mlaSlotBegin(slot, total, numSlots);
-  const int64_t mineEnd = mlaSlotBegin(slot + 1, total, numSlots);
+                            float *partialLse, char *smem,
+                            int64_t minSlotTokens = kMlaMinSlotTokens) {
+  constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
+  const bool fast = detail::mlaUseFastSplit<kThreads>(p);
+  const int64_t used =
+      fast ? detail::kMlaSmemFast
+           : mlaSplitGenericSmemBytes(p.numHeads, p.dimCkv, p.dimKpe);
+  int64_t *sPrefix = detail::mlaPrefixSlot(smem, used, p.batch, kThreads);
+  if (sPrefix)
+    detail::mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, sPrefix + kScan,
+                                      sPrefix);
+  // Offset of request b: from shared memory, else walked in global memory.
+  const int64_t total =
+      sPrefix ? sPrefix[kScan + p.batch] : mlaTotalTokens(p.kvLens, p.batch);
+  const MlaSlots slots = mlaSlots(total, numSlots, minSlotTokens);
+  if (slot >= slots.active)
+    return nv::kBodyOk;
+  const int64_t mineBegin = slots.begin(slot);
+  const int64_t mineEnd = slots.end(slot);
   if (mineBegin >= mineEnd)
     return nv::kBodyOk;
-  const bool fast = detail::mlaUseFastSplit<kThreads>(p);
   if (!fast && nv::dynamicSmemBytes() <
                    mlaSplitGenericSmemBytes(p.numHeads, p.dimCkv, p.dimKpe))
     return nv::kBodySmemTooSmall;
-  int64_t reqBegin = 0;
-  for (int64_t b = 0; b < p.batch && reqBegin < mineEnd; ++b) {
-    const int64_t reqEnd = reqBegin + p.kvLens[b];
+  // First request that ends past mineBegin: binary search over the offsets.
+  int64_t b0 = 0, reqBegin = 0;
+  if (sPrefix) {
+    const int64_t *off = sPrefix + kScan;
+    int64_t lo = 0, hi = p.batch; // off[lo] <= mineBegin, answer in [lo, hi)
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      if (off[mid] <= mineBegin)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    b0 = lo;
+    reqBegin = off[lo];
+  }
+  for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
+    const int64_t reqEnd =
+        sPrefix ? sPrefix[kScan + b + 1] : reqBegin + p.kvLens[b];
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
-      const int64_t piece = slot + b;
+      const int64_t piece = MlaSlots::piece(slot, b);
       float *pieceO = partialO + piece * p.numHeads * p.dimCkv;
       float *pieceLse = partialLse + piece * p.numHeads;
       if constexpr (kThreads == 256 &&
@@ -436,101 +499,190 @@ __device__ __noinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
   return nv::kBodyOk;
 }
 
-/// Shared memory of the merge: lse per head plus cached piece weights.
-__host__ __device__ constexpr int64_t mlaMergeSmemBytes(int64_t numHeads) {
-  return 4 * numHeads * (1 + detail::kMlaMergeChunk);
+/// Shared memory of the merge: the natural-log lse per head plus the weights
+/// of every piece of a request per head. A request has at most E <= numSlots
+/// pieces, so with this much they are computed once per request; with less
+/// (but at least mlaMergeMinSmemBytes) they are recomputed in chunks.
+__host__ __device__ constexpr int64_t mlaMergeSmemBytes(int64_t numHeads,
+                                                        int64_t numSlots) {
+  return 4 * numHeads * (1 + numSlots);
+}
+/// The least the merge runs with: lse plus one piece's weights per head.
+__host__ __device__ constexpr int64_t mlaMergeMinSmemBytes(int64_t numHeads) {
+  return 4 * numHeads * 2;
 }
 
 namespace detail {
 
-/// Merges request b (global tokens [reqBegin, reqEnd)) from its pieces.
+/// acc[0 .. kVec) += w * src[0 .. kVec): one 16-byte load when kVec = 4.
+template <int kVec> struct MlaVec;
+template <> struct MlaVec<4> {
+  static __device__ __forceinline__ void fma(float (&acc)[4], float w,
+                                             const float *src) {
+    // Plain (coherent) loads: other blocks wrote the pieces in this launch.
+    const float4 v = *reinterpret_cast<const float4 *>(src);
+    acc[0] = fmaf(w, v.x, acc[0]);
+    acc[1] = fmaf(w, v.y, acc[1]);
+    acc[2] = fmaf(w, v.z, acc[2]);
+    acc[3] = fmaf(w, v.w, acc[3]);
+  }
+};
+template <> struct MlaVec<1> {
+  static __device__ __forceinline__ void fma(float (&acc)[1], float w,
+                                             const float *src) {
+    acc[0] = fmaf(w, *src, acc[0]);
+  }
+};
+
+/// The weighted sum over pieces [first, first + span) of request b's o rows,
+/// kVec elements per thread and step (16-byte loads when kVec = 4). Weights
+/// come from sWeight[j * H + h], filled for chunks of `cap` pieces: one
+/// fill per request when span <= cap, else one per chunk and element batch.
+/// H heads from the ones o, partialO and partialLse point at; a piece holds
+/// headStride heads.
+template <int kThreads, int kVec, typename T>
+__device__ void mlaMergeSum(T *o, int64_t H, int64_t Dc, int64_t first,
+                            int64_t span, int64_t cap, const float *partialO,
+                            const float *partialLse, const float *sLseNat,
+                            float *sWeight, int64_t headStride) {
+  auto fill = [&](int64_t c0, int64_t n) {
+    __syncthreads(); // the previous chunk's readers are done
+    for (int64_t i = threadIdx.x; i < n * H; i += kThreads) {
+      const int64_t j = i / H, h = i - j * H; // once per (piece, head)
+      sWeight[i] =
+          expf(partialLse[(first + c0 + j) * headStride + h] - sLseNat[h]);
+    }
+    __syncthreads();
+  };
+  const bool once = span <= cap;
+  if (once)
+    fill(0, span);
+  const int32_t nVec = int32_t(H * Dc / kVec), dcVec = int32_t(Dc / kVec);
+  const int64_t pieceStride = headStride * Dc;
+  for (int32_t v0 = 0; v0 < nVec; v0 += kThreads) {
+    const int32_t v = v0 + int32_t(threadIdx.x);
+    const int32_t h = v < nVec ? v / dcVec : 0; // one 32-bit division
+    const float *src = partialO + first * pieceStride + int64_t(v) * kVec;
+    float acc[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      acc[k] = 0.f;
+    for (int64_t c0 = 0; c0 < span; c0 += cap) {
+      const int64_t n = imin(cap, span - c0);
+      if (!once)
+        fill(c0, n); // block-uniform: every thread runs every v0 and c0
+      if (v < nVec)
+        for (int64_t j = 0; j < n; ++j)
+          MlaVec<kVec>::fma(acc, sWeight[j * H + h],
+                            src + (c0 + j) * pieceStride);
+    }
+    if (v < nVec)
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        nv::stF(o, int64_t(v) * kVec + k, acc[k]);
+  }
+}
+
+/// Merges heads [h0, h1) of request b (global tokens [reqBegin, reqEnd))
+/// from its pieces: those of slots slotOf(reqBegin) .. slotOf(reqEnd - 1),
+/// all written.
 template <int kThreads, typename T>
-__device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b,
-                                int64_t reqBegin, int64_t reqEnd, int64_t total,
-                                int64_t numSlots, const float *partialO,
+__device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t h0,
+                                int64_t h1, int64_t reqBegin, int64_t reqEnd,
+                                const MlaSlots &slots, const float *partialO,
                                 const float *partialLse, float *sLseNat,
-                                float *sWeight, bool cacheWeights) {
-  const int64_t H = p.numHeads, Dc = p.dimCkv;
-  T *o = p.o + b * H * Dc;
-  float *lse = p.lse + b * H;
+                                float *sWeight, int64_t cap) {
+  const int64_t H = p.numHeads, Dc = p.dimCkv, nh = h1 - h0;
+  T *o = p.o + (b * H + h0) * Dc;
+  float *lse = p.lse + b * H + h0;
   if (reqBegin >= reqEnd) {
-    for (int64_t i = threadIdx.x; i < H * Dc; i += kThreads)
+    for (int64_t i = threadIdx.x; i < nh * Dc; i += kThreads)
       nv::stF(o, i, 0.f);
-    for (int64_t h = threadIdx.x; h < H; h += kThreads)
+    for (int64_t h = threadIdx.x; h < nh; h += kThreads)
       lse[h] = nv::kNegInf;
     return;
   }
-  // Same integer ranges as phase 0: slot w wrote piece w + b exactly when
-  // its token range meets the request's.
-  const int64_t first = mlaSlotOfToken(reqBegin, total, numSlots);
-  const int64_t last = mlaSlotOfToken(reqEnd - 1, total, numSlots);
-  auto touches = [&](int64_t w) {
-    const int64_t lo = mlaSlotBegin(w, total, numSlots);
-    const int64_t hi = mlaSlotBegin(w + 1, total, numSlots);
-    return imax(lo, reqBegin) < imin(hi, reqEnd);
-  };
-  for (int64_t h = threadIdx.x; h < H; h += kThreads) {
+  const int64_t first = MlaSlots::piece(slots.slotOf(reqBegin), b);
+  const int64_t last = MlaSlots::piece(slots.slotOf(reqEnd - 1), b);
+  const int64_t span = last - first + 1;
+  const float *lseIn = partialLse + h0;
+  __syncthreads(); // the previous request's readers of sLseNat are done
+  for (int64_t h = threadIdx.x; h < nh; h += kThreads) {
     float maxLse = nv::kNegInf;
-    for (int64_t w = first; w <= last; ++w)
-      if (touches(w))
-        maxLse = fmaxf(maxLse, partialLse[(w + b) * H + h]);
+    for (int64_t j = first; j <= last; ++j)
+      maxLse = fmaxf(maxLse, lseIn[j * H + h]);
     float sum = 0.f;
-    for (int64_t w = first; w <= last; ++w)
-      if (touches(w))
-        sum += expf(partialLse[(w + b) * H + h] - maxLse);
+    for (int64_t j = first; j <= last; ++j)
+      sum += expf(lseIn[j * H + h] - maxLse);
     const float lseNat = maxLse + logf(sum);
     sLseNat[h] = lseNat;
     lse[h] = lseNat / host::kMlaLn2;
   }
-  __syncthreads();
-  // A weight < 0 marks a slot that did not touch the request (its piece
-  // was never written: do not read it).
-  const int64_t span = last - first + 1;
-  auto weightOf = [&](int64_t j, int64_t h) {
-    const int64_t w = first + j;
-    return touches(w) ? expf(partialLse[(w + b) * H + h] - sLseNat[h]) : -1.f;
-  };
-  cacheWeights = cacheWeights && span <= kMlaMergeChunk;
-  if (cacheWeights)
-    for (int64_t i = threadIdx.x; i < span * H; i += kThreads)
-      sWeight[i] = weightOf(i / H, i % H);
-  __syncthreads();
-  for (int64_t i = threadIdx.x; i < H * Dc; i += kThreads) {
-    const int64_t h = i / Dc, d = i % Dc;
-    float acc = 0.f;
-    for (int64_t j = 0; j < span; ++j) {
-      const float wgt = cacheWeights ? sWeight[j * H + h] : weightOf(j, h);
-      if (wgt >= 0.f)
-        acc += wgt * partialO[((first + j + b) * H + h) * Dc + d];
-    }
-    nv::stF(o, i, acc);
-  }
-  __syncthreads(); // sLseNat / sWeight are rewritten by the next request
+  // (mlaMergeSum's first fill syncs before reading sLseNat.)
+  const float *oIn = partialO + h0 * Dc;
+  if (Dc % 4 == 0 && nv::isAligned16(oIn))
+    mlaMergeSum<kThreads, 4>(o, nh, Dc, first, span, cap, oIn, lseIn, sLseNat,
+                             sWeight, H);
+  else
+    mlaMergeSum<kThreads, 1>(o, nh, Dc, first, span, cap, oIn, lseIn, sLseNat,
+                             sWeight, H);
 }
 
 } // namespace detail
 
-/// Phase 1 task `task` of `numMergeTasks`: merges requests task,
-/// task + numMergeTasks, ... < batch; `numSlots` is phase 0's W.
+/// Phase 1 task `task` of `numMergeTasks`: merges the (request, head group)
+/// units it owns (MlaMergeSplit); `numSlots` and `minSlotTokens` are
+/// phase 0's.
 template <int kThreads, typename T>
 __device__ __noinline__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
                             int64_t numMergeTasks, int64_t numSlots,
                             const float *partialO, const float *partialLse,
-                            char *smem) {
-  const int64_t total = mlaTotalTokens(p.kvLens, p.batch);
-  if (nv::dynamicSmemBytes() < 4 * p.numHeads)
+                            char *smem,
+                            int64_t minSlotTokens = kMlaMinSlotTokens) {
+  constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
+  int64_t have = nv::dynamicSmemBytes();
+  if (have < mlaMergeMinSmemBytes(p.numHeads))
     return nv::kBodySmemTooSmall;
+  // The offsets go on top when the minimum for the weights stays below.
+  int64_t *sPrefix = detail::mlaPrefixSlot(
+      smem, mlaMergeMinSmemBytes(p.numHeads), p.batch, kThreads);
+  if (sPrefix) {
+    detail::mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, sPrefix + kScan,
+                                      sPrefix);
+    have = reinterpret_cast<char *>(sPrefix) - smem;
+  }
+  const int64_t total =
+      sPrefix ? sPrefix[kScan + p.batch] : mlaTotalTokens(p.kvLens, p.batch);
+  const MlaSlots slots = mlaSlots(total, numSlots, minSlotTokens);
   float *sLseNat = reinterpret_cast<float *>(smem);
   float *sWeight = sLseNat + p.numHeads;
-  const bool cacheWeights =
-      nv::dynamicSmemBytes() >= mlaMergeSmemBytes(p.numHeads);
+  // Pieces whose weights fit at once (>= 1 by the checks above).
+  const int64_t cap = have / (4 * p.numHeads) - 1;
+  // Units (request, head group), MlaMergeSplit: a short batch still spreads
+  // over the merge tasks.
+  const MlaMergeSplit split =
+      mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
+  if (sPrefix) {
+    for (int64_t u = task; u < split.units(p.batch); u += numMergeTasks) {
+      const int64_t b = u / split.chunks, c = u - b * split.chunks;
+      const int64_t h0 = c * split.headsPer;
+      detail::mlaMergeRequest<kThreads>(
+          p, b, h0, imin(p.numHeads, h0 + split.headsPer), sPrefix[kScan + b],
+          sPrefix[kScan + b + 1], slots, partialO, partialLse, sLseNat,
+          sWeight, cap);
+    }
+    return nv::kBodyOk;
+  }
   int64_t reqBegin = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t reqEnd = reqBegin + p.kvLens[b];
-    if (b >= task && (b - task) % numMergeTasks == 0)
-      detail::mlaMergeRequest<kThreads>(p, b, reqBegin, reqEnd, total, numSlots,
-                                        partialO, partialLse, sLseNat, sWeight,
-                                        cacheWeights);
+    for (int64_t c = 0; c < split.chunks; ++c)
+      if (MlaMergeSplit::owns(b * split.chunks + c, task, numMergeTasks)) {
+        const int64_t h0 = c * split.headsPer;
+        detail::mlaMergeRequest<kThreads>(
+            p, b, h0, imin(p.numHeads, h0 + split.headsPer), reqBegin, reqEnd,
+            slots, partialO, partialLse, sLseNat, sWeight, cap);
+      }
     reqBegin = reqEnd;
   }
   return nv::kBodyOk;

@@ -72,3 +72,26 @@ loom.graph @split_kv target(#tiny) (input %q : memref<1x2x16xbf16>, cache %kc : 
     meta %lens : memref<?xi32>, output %o : memref<1x2x16xbf16>) {
   loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<1x2x16xbf16>, memref<8x4x1x16xbf16>, memref<8x4x1x16xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<1x2x16xbf16>) {sm_scale = 0.25 : f32}
 }
+
+// -----
+
+// A split task's request comes from the runtime kv_lens (GqaSplits.h), so
+// every split waits for all of q (both rmsnorm tiles, one per request), not
+// only the rows of "its" request; every merge waits for all splits.
+#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @split_kv_any_request
+// CHECK:      loom.event 0 needs(2)
+// CHECK-NEXT: loom.event 1 needs(2)
+// CHECK-NEXT: loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 2 op(1) phase(0) tile(0) waits [0] triggers [1] cost
+// CHECK-NEXT: loom.task 3 op(1) phase(0) tile(1) waits [0] triggers [1] cost
+// CHECK-NEXT: loom.task 4 op(1) phase(1) tile(0) waits [1] triggers [] cost
+// CHECK-NEXT: loom.task 5 op(1) phase(1) tile(1) waits [1] triggers [] cost
+loom.graph @split_kv_any_request target(#tiny) (input %x : memref<2x2x16xbf16>, weight %g : memref<16xbf16>,
+    cache %kc : memref<8x4x1x16xbf16>, cache %vc : memref<8x4x1x16xbf16>, meta %indptr : memref<?xi32>,
+    meta %indices : memref<?xi32>, meta %lens : memref<?xi32>, output %o : memref<2x2x16xbf16>) {
+  %q = loom.alloc : memref<2x2x16xbf16>
+  loom.rmsnorm ins(%x, %g : memref<2x2x16xbf16>, memref<16xbf16>) outs(%q : memref<2x2x16xbf16>) {eps = 1.0e-05 : f32}
+  loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<2x2x16xbf16>, memref<8x4x1x16xbf16>, memref<8x4x1x16xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<2x2x16xbf16>) {sm_scale = 0.25 : f32}
+}

@@ -30,13 +30,14 @@ loom.graph @split_k target(#h200) (input %x : memref<1x4096xbf16>, weight %w : m
 
 // -----
 
-// Split-KV decode attention: one phase of (request, KV head, split) tasks and
-// a merge per (request, KV head); MLA balances tokens over one slot per
-// worker; KDA has a chunk-parallel phase and a serial state scan.
+// Split-KV decode attention: one phase of split tasks (mapped to request,
+// KV head and tokens at run time) and a merge per (request, KV head); MLA
+// balances tokens over one slot per worker; KDA has a chunk-parallel phase
+// and a serial state scan.
 #h200 = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
 // CHECK-LABEL: loom.graph @attention
 // CHECK: loom.gqa_decode {{.*}} loom.partition = #loom.partition<tasks = [128, 8], params = [16]
-// CHECK: loom.mla_decode {{.*}} loom.partition = #loom.partition<tasks = [132, 8], params = [132, 8]
+// CHECK: loom.mla_decode {{.*}} loom.partition = #loom.partition<tasks = [132, 132], params = [132, 132]
 loom.graph @attention target(#h200) (input %q : memref<1x32x128xbf16>, cache %kc : memref<64x16x8x128xbf16>,
     cache %vc : memref<64x16x8x128xbf16>, meta %indptr : memref<?xi32>, meta %indices : memref<?xi32>,
     meta %lens : memref<?xi32>, output %o : memref<1x32x128xbf16>,
@@ -45,4 +46,22 @@ loom.graph @attention target(#h200) (input %q : memref<1x32x128xbf16>, cache %kc
     attributes {max_batch = 8 : i64} {
   loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<1x32x128xbf16>, memref<64x16x8x128xbf16>, memref<64x16x8x128xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<1x32x128xbf16>) {sm_scale = 0.088 : f32}
   loom.mla_decode ins(%qn, %qp, %ckv, %kpe, %indptr, %indices, %lens : memref<?x16x512xbf16>, memref<?x16x64xbf16>, memref<256x64x512xbf16>, memref<256x64x64xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%mo, %lse : memref<?x16x512xbf16>, memref<?x16xf32>) {sm_scale = 0.135 : f32}
+}
+
+// -----
+
+// GQA at Llama-3-8B's shape: N = max_batch x hkv x splits split tasks with
+// splits = ceil(workers / (max_batch x hkv)) (at most 16), so N >= workers;
+// the bodies spread the runtime batch over all N. 32 x 8 = 256 >= 132: one
+// split each; 4 x 8 = 32: ceil(132 / 32) = 5, N = 160.
+#h200 = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// CHECK-LABEL: loom.graph @gqa_llama
+// CHECK: loom.gqa_decode {{.*}} loom.partition = #loom.partition<tasks = [256, 256], params = [1], cost_ns = [{{[0-9]+}}, {{[0-9]+}}], scratch_bytes = 528384>
+// CHECK: loom.gqa_decode {{.*}} loom.partition = #loom.partition<tasks = [160, 32], params = [5], cost_ns = [{{[0-9]+}}, {{[0-9]+}}], scratch_bytes = 330240>
+loom.graph @gqa_llama target(#h200) (input %q : memref<32x32x128xbf16>, cache %kc : memref<64x16x8x128xbf16>,
+    cache %vc : memref<64x16x8x128xbf16>, meta %indptr : memref<?xi32>, meta %indices : memref<?xi32>,
+    meta %lens : memref<?xi32>, output %o : memref<32x32x128xbf16>,
+    input %q4 : memref<4x32x128xbf16>, output %o4 : memref<4x32x128xbf16>) {
+  loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<32x32x128xbf16>, memref<64x16x8x128xbf16>, memref<64x16x8x128xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<32x32x128xbf16>) {sm_scale = 0.088 : f32}
+  loom.gqa_decode ins(%q4, %kc, %vc, %indptr, %indices, %lens : memref<4x32x128xbf16>, memref<64x16x8x128xbf16>, memref<64x16x8x128xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o4 : memref<4x32x128xbf16>) {sm_scale = 0.088 : f32}
 }
