@@ -33,16 +33,9 @@
 #ifndef LOOM_KERNELS_COMMON_GQASPLITS_H
 #define LOOM_KERNELS_COMMON_GQASPLITS_H
 
-#include <cstdint>
+#include "kernels/common/HostDevice.h"
 
-// Same guard as kernels/common/MlaSlots.h, so either header may come first.
-#ifndef LOOM_HOST_DEVICE
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define LOOM_HOST_DEVICE __host__ __device__
-#else
-#define LOOM_HOST_DEVICE
-#endif
-#endif
+#include <cstdint>
 
 namespace loom {
 

@@ -20,18 +20,9 @@
 #ifndef LOOM_KERNELS_COMMON_MLASLOTS_H
 #define LOOM_KERNELS_COMMON_MLASLOTS_H
 
-#include <cstdint>
+#include "kernels/common/HostDevice.h"
 
-#ifndef LOOM_HOST_DEVICE
-#if defined(__CUDACC__)
-#define LOOM_HOST_DEVICE __host__ __device__
-#elif defined(__HIPCC__) || defined(__HIP__)
-// Spelled out: Loom's HIP bodies build without hip_runtime.h's macros.
-#define LOOM_HOST_DEVICE __attribute__((host, device))
-#else
-#define LOOM_HOST_DEVICE
-#endif
-#endif
+#include <cstdint>
 
 namespace loom {
 

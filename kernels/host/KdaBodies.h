@@ -42,6 +42,7 @@
 #ifndef LOOM_KERNELS_HOST_KDABODIES_H
 #define LOOM_KERNELS_HOST_KDABODIES_H
 
+#include "kernels/common/KdaChunks.h"
 #include "kernels/common/Numerics.h"
 
 #include <algorithm>
@@ -100,101 +101,12 @@ template <typename T> struct KdaParams {
 };
 
 //===----------------------------------------------------------------------===//
-// Chunk list
+// Chunk list and workspace
 //===----------------------------------------------------------------------===//
 
-/// Upper bound on the global chunk count: sum ceil(len_n / C) <=
-/// sum floor(len_n / C) + N <= maxTokens / C + maxSeqs.
-inline int64_t kdaMaxChunks(int64_t maxTokens, int64_t maxSeqs, int64_t C) {
-  return maxTokens / C + maxSeqs;
-}
-
-inline int64_t kdaCeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// Run-time number of chunks over all N sequences.
-inline int64_t kdaNumChunks(const int32_t *cu, int64_t N, int64_t C) {
-  int64_t total = 0;
-  for (int64_t n = 0; n < N; ++n)
-    total += kdaCeilDiv(int64_t(cu[n + 1]) - cu[n], C);
-  return total;
-}
-
-/// Global index of sequence n's first chunk: sum_{n' < n} ceil(len_n' / C).
-inline int64_t kdaFirstChunkOfSeq(const int32_t *cu, int64_t n, int64_t C) {
-  return kdaNumChunks(cu, n, C);
-}
-
-/// Where one chunk lies: its sequence, first token (absolute row in the
-/// packed [T, ...] buffers) and valid length (1..C).
-struct KdaChunk {
-  int64_t seq = 0;
-  int64_t start = 0;
-  int64_t len = 0;
-};
-
-/// Maps a global chunk index to its sequence and token range by a scan over
-/// the sequences (N is small: max_seqs is tens). False when the index is at
-/// or past the run-time chunk count.
-inline bool kdaLocateChunk(const int32_t *cu, int64_t N, int64_t C,
-                           int64_t chunk, KdaChunk &out) {
-  if (chunk < 0)
-    return false;
-  int64_t first = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    int64_t len = int64_t(cu[n + 1]) - cu[n];
-    int64_t count = kdaCeilDiv(len, C);
-    if (chunk < first + count) {
-      int64_t offset = (chunk - first) * C;
-      out.seq = n;
-      out.start = cu[n] + offset;
-      out.len = std::min(C, len - offset);
-      return true;
-    }
-    first += count;
-  }
-  return false;
-}
-
-//===----------------------------------------------------------------------===//
-// Workspace
-//===----------------------------------------------------------------------===//
-
-/// One (chunk, head) slot holds, in this order (row-major, rows i < C;
-/// rows at or past the chunk's length are zero):
-///   w   [C][K]  A diag(beta) (K.e^G)
-///   qg  [C][K]  scale * Q.e^G
-///   kd  [C][K]  K.e^{G_last - G}
-///   u   [C][V]  A diag(beta) V
-///   aqk [C][C]  scale * Lower-incl(per-pair q_i k_j e^{G_i - G_j})
-///   eg  [K]     e^{G_last}
-inline int64_t kdaWorkspaceFloatsPerChunkHead(int64_t C, int64_t K, int64_t V) {
-  return 3 * C * K + C * V + C * C + K;
-}
-
-/// Whole workspace: slot (chunk, h) at (chunk * H + h) * perChunkHead.
-inline int64_t kdaWorkspaceFloats(int64_t maxChunks, int64_t H, int64_t C,
-                                  int64_t K, int64_t V) {
-  return maxChunks * H * kdaWorkspaceFloatsPerChunkHead(C, K, V);
-}
-
-/// Pointers into one slot, in the layout above (F = float or const float).
-template <typename F> struct KdaSlotT { F *w, *qg, *kd, *u, *aqk, *eg; };
+/// The chunk list and workspace layout: kernels/common/KdaChunks.h.
+using namespace ::loom::kda;
 using KdaSlot = KdaSlotT<float>;
-
-template <typename F>
-inline KdaSlotT<F> kdaSlot(F *workspace, int64_t chunk, int64_t h, int64_t H,
-                           int64_t C, int64_t K, int64_t V) {
-  F *base =
-      workspace + (chunk * H + h) * kdaWorkspaceFloatsPerChunkHead(C, K, V);
-  KdaSlotT<F> s;
-  s.w = base;
-  s.qg = s.w + C * K;
-  s.kd = s.qg + C * K;
-  s.u = s.kd + C * K;
-  s.aqk = s.u + C * V;
-  s.eg = s.aqk + C * C;
-  return s;
-}
 
 //===----------------------------------------------------------------------===//
 // Phase 0: intra-chunk

@@ -73,90 +73,12 @@ template <typename T> using KdaParams = host::KdaParams<T>;
 using KdaGate = host::KdaGate;
 
 //===----------------------------------------------------------------------===//
-// Chunk list and workspace (device copies of the host formulas)
+// Chunk list and workspace
 //===----------------------------------------------------------------------===//
 
-// Token counts, chunk counts and C fit in 32 bits; 32-bit arithmetic keeps
-// these uniform loops cheap (a 64-bit division is a ~60-instruction scalar
-// routine whose temporaries would crowd the 102 SGPRs of the bodies).
-__host__ __device__ inline int64_t kdaCeilDiv(int64_t a, int64_t b) {
-  return (int32_t(a) + int32_t(b) - 1) / int32_t(b);
-}
-__host__ __device__ inline int64_t kdaMaxChunks(int64_t maxTokens,
-                                                int64_t maxSeqs, int64_t C) {
-  return maxTokens / C + maxSeqs;
-}
-__host__ __device__ inline int64_t kdaNumChunks(const int32_t *cu, int64_t N,
-                                                int64_t C) {
-  const int32_t c = int32_t(C);
-  int32_t total = 0;
-  for (int32_t n = 0; n < int32_t(N); ++n)
-    total += (cu[n + 1] - cu[n] + c - 1) / c;
-  return total;
-}
-__host__ __device__ inline int64_t kdaFirstChunkOfSeq(const int32_t *cu,
-                                                      int64_t n, int64_t C) {
-  return kdaNumChunks(cu, n, C);
-}
-
-/// A chunk's sequence, first token (absolute row) and length (1..C).
-struct KdaChunk {
-  int64_t seq;
-  int64_t start;
-  int64_t len;
-};
-
-__host__ __device__ inline bool kdaLocateChunk(const int32_t *cu, int64_t N,
-                                               int64_t C, int64_t chunk,
-                                               KdaChunk &out) {
-  if (chunk < 0)
-    return false;
-  const int32_t c = int32_t(C), k = int32_t(chunk);
-  int32_t first = 0;
-  for (int32_t n = 0; n < int32_t(N); ++n) {
-    const int32_t len = cu[n + 1] - cu[n];
-    const int32_t count = (len + c - 1) / c;
-    if (k < first + count) {
-      const int32_t offset = (k - first) * c;
-      out.seq = n;
-      out.start = cu[n] + offset;
-      out.len = len - offset < c ? len - offset : c;
-      return true;
-    }
-    first += count;
-  }
-  return false;
-}
-
-__host__ __device__ inline int64_t
-kdaWorkspaceFloatsPerChunkHead(int64_t C, int64_t K, int64_t V) {
-  return 3 * C * K + C * V + C * C + K;
-}
-__host__ __device__ inline int64_t kdaWorkspaceFloats(int64_t maxChunks,
-                                                      int64_t H, int64_t C,
-                                                      int64_t K, int64_t V) {
-  return maxChunks * H * kdaWorkspaceFloatsPerChunkHead(C, K, V);
-}
-
-template <typename F> struct KdaSlotT { F *w, *qg, *kd, *u, *aqk, *eg; };
-
-/// Slot (chunk, h): w [C][K], qg [C][K], kd [C][K], u [C][V], aqk [C][C],
-/// eg [K], at (chunk * H + h) * perChunkHead floats.
-template <typename F>
-__host__ __device__ inline KdaSlotT<F> kdaSlot(F *workspace, int64_t chunk,
-                                               int64_t h, int64_t H, int64_t C,
-                                               int64_t K, int64_t V) {
-  F *base =
-      workspace + (chunk * H + h) * kdaWorkspaceFloatsPerChunkHead(C, K, V);
-  KdaSlotT<F> s;
-  s.w = base;
-  s.qg = s.w + C * K;
-  s.kd = s.qg + C * K;
-  s.u = s.kd + C * K;
-  s.aqk = s.u + C * V;
-  s.eg = s.aqk + C * C;
-  return s;
-}
+// One copy for every target (32-bit counts on the device):
+// kernels/common/KdaChunks.h.
+using namespace ::loom::kda;
 
 //===----------------------------------------------------------------------===//
 // LDS

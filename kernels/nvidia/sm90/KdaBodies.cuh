@@ -50,87 +50,11 @@ template <typename T> using KdaParams = host::KdaParams<T>;
 using KdaGate = host::KdaGate;
 
 //===----------------------------------------------------------------------===//
-// Chunk list and workspace (device copies of the host formulas)
+// Chunk list and workspace
 //===----------------------------------------------------------------------===//
 
-__host__ __device__ inline int64_t kdaCeilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-__host__ __device__ inline int64_t kdaMaxChunks(int64_t maxTokens,
-                                                int64_t maxSeqs, int64_t C) {
-  return maxTokens / C + maxSeqs;
-}
-
-__host__ __device__ inline int64_t kdaNumChunks(const int32_t *cu, int64_t N,
-                                                int64_t C) {
-  int64_t total = 0;
-  for (int64_t n = 0; n < N; ++n)
-    total += kdaCeilDiv(int64_t(cu[n + 1]) - cu[n], C);
-  return total;
-}
-
-__host__ __device__ inline int64_t kdaFirstChunkOfSeq(const int32_t *cu,
-                                                      int64_t n, int64_t C) {
-  return kdaNumChunks(cu, n, C);
-}
-
-/// A chunk's sequence, first token (absolute row) and length (1..C).
-struct KdaChunk {
-  int64_t seq;
-  int64_t start;
-  int64_t len;
-};
-
-__host__ __device__ inline bool kdaLocateChunk(const int32_t *cu, int64_t N,
-                                               int64_t C, int64_t chunk,
-                                               KdaChunk &out) {
-  if (chunk < 0)
-    return false;
-  int64_t first = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    const int64_t len = int64_t(cu[n + 1]) - cu[n];
-    const int64_t count = kdaCeilDiv(len, C);
-    if (chunk < first + count) {
-      const int64_t offset = (chunk - first) * C;
-      out.seq = n;
-      out.start = cu[n] + offset;
-      out.len = nv::imin(C, len - offset);
-      return true;
-    }
-    first += count;
-  }
-  return false;
-}
-
-__host__ __device__ inline int64_t
-kdaWorkspaceFloatsPerChunkHead(int64_t C, int64_t K, int64_t V) {
-  return 3 * C * K + C * V + C * C + K;
-}
-
-__host__ __device__ inline int64_t kdaWorkspaceFloats(int64_t maxChunks,
-                                                      int64_t H, int64_t C,
-                                                      int64_t K, int64_t V) {
-  return maxChunks * H * kdaWorkspaceFloatsPerChunkHead(C, K, V);
-}
-
-template <typename F> struct KdaSlotT { F *w, *qg, *kd, *u, *aqk, *eg; };
-
-template <typename F>
-__host__ __device__ inline KdaSlotT<F> kdaSlot(F *workspace, int64_t chunk,
-                                               int64_t h, int64_t H, int64_t C,
-                                               int64_t K, int64_t V) {
-  F *base =
-      workspace + (chunk * H + h) * kdaWorkspaceFloatsPerChunkHead(C, K, V);
-  KdaSlotT<F> s;
-  s.w = base;
-  s.qg = s.w + C * K;
-  s.kd = s.qg + C * K;
-  s.u = s.kd + C * K;
-  s.aqk = s.u + C * V;
-  s.eg = s.aqk + C * C;
-  return s;
-}
+// One copy for every target: kernels/common/KdaChunks.h.
+using namespace ::loom::kda;
 
 //===----------------------------------------------------------------------===//
 // Shared memory
