@@ -118,6 +118,22 @@ class Context:
     def finish_loom(self, row: dict, timing: dict, check: dict) -> None:
         row["loom"] = dict(timing, **self.derived(row, timing["time_us"]), check=check)
 
+    def fail_group(self, ws, art, e: Exception, gate=None):
+        """Rows for every workload of a group whose setup (program load, shared
+        inputs) raised: skipped past the time limit (TimeoutError), else error."""
+        for w in ws:
+            row = self.new_row(w, art, gate)
+            row["status"] = "skipped" if isinstance(e, TimeoutError) else "error"
+            row["why"] = f"{type(e).__name__}: {e}"
+            yield self.close_row(row, time.perf_counter())
+
+    def skip_if_late(self, row: dict, margin_s: float) -> bool:
+        """Marks the row skipped when fewer than margin_s seconds are left."""
+        if not self.out_of_time(margin_s):
+            return False
+        row["status"], row["why"] = "skipped", "family time limit reached"
+        return True
+
     def finish_baseline(self, row: dict, name: str, label: str, timing: Optional[dict],
                         check: Optional[dict], error: Optional[str] = None, impl: str = "") -> None:
         b = {"label": label, "impl": impl}

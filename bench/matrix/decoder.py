@@ -108,11 +108,7 @@ def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
             log(f"{spec_name}: weights and caches ready in {time.perf_counter() - t:.1f} s")
         except Exception as e:  # noqa: BLE001
             for art, ws in arts.values():
-                for w in ws:
-                    row = ctx.new_row(w, art)
-                    row["status"] = "skipped" if isinstance(e, TimeoutError) else "error"
-                    row["why"] = f"{type(e).__name__}: {e}"
-                    yield ctx.close_row(row, time.perf_counter())
+                yield from ctx.fail_group(ws, art, e)
             continue
         for art, ws in arts.values():
             prog = None
@@ -121,17 +117,12 @@ def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
                     raise TimeoutError("family time limit reached")
                 prog = ctx.load(art)
             except Exception as e:  # noqa: BLE001
-                for w in ws:
-                    row = ctx.new_row(w, art)
-                    row["status"] = "skipped" if isinstance(e, TimeoutError) else "error"
-                    row["why"] = f"{type(e).__name__}: {e}"
-                    yield ctx.close_row(row, time.perf_counter())
+                yield from ctx.fail_group(ws, art, e)
                 continue
             for w in ws:
                 row = ctx.new_row(w, art)
                 started = time.perf_counter()
-                if ctx.out_of_time(5):
-                    row["status"], row["why"] = "skipped", "family time limit reached"
+                if ctx.skip_if_late(row, 5):
                     yield ctx.close_row(row, started)
                     continue
                 ctx.run_guarded(row, "workload",

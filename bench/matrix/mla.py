@@ -64,17 +64,12 @@ def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
             prog = ctx.load(art)
             pool = _Pool(shape, dev, fm_ok and shape["page_size"] == 64)
         except Exception as e:  # noqa: BLE001 - every row of the group reports it
-            for w in ws:
-                row = ctx.new_row(w, art)
-                row["status"] = "skipped" if isinstance(e, TimeoutError) else "error"
-                row["why"] = f"{type(e).__name__}: {e}"
-                yield ctx.close_row(row, time.perf_counter())
+            yield from ctx.fail_group(ws, art, e)
             continue
         for w in ws:
             row = ctx.new_row(w, art)
             started = time.perf_counter()
-            if ctx.out_of_time(2):
-                row["status"], row["why"] = "skipped", "family time limit reached"
+            if ctx.skip_if_late(row, 2):
                 yield ctx.close_row(row, started)
                 continue
             ctx.run_guarded(row, "workload",
