@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from typing import Dict, Optional
 
 from . import cost as costmod
@@ -191,10 +192,22 @@ class Context:
         with open(os.path.join(self.out_dir, f"rows-{row['family']}.jsonl"), "a") as f:
             f.write(json.dumps(row, default=_jsonable) + "\n")
 
+    @contextmanager
+    def phase(self, row: dict, name: str):
+        """Adds the wall time of the block to row["phase_s"][name]: where a
+        row's time goes (JIT, autotuning, the reference, timing)."""
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            phases = row.setdefault("phase_s", {})
+            phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - t, 3)
+
     def run_guarded(self, row: dict, what: str, fn):
         """Runs fn(); an exception becomes the row's error (Loom) and is logged."""
         try:
-            return fn()
+            with self.phase(row, what):
+                return fn()
         except Exception as e:  # noqa: BLE001 - a failed row, reported, not a crash
             row["why"] = (row["why"] + "; " if row["why"] else "") + f"{what}: {short_error(e)}"
             if what == "Loom":
@@ -234,6 +247,10 @@ def _jsonable(x):
         return str(x)
 
 
+# A row slower than this shows where its time went in the log line.
+SLOW_ROW_S = 5.0
+
+
 def log_row(row: dict) -> None:
     """One line per finished row."""
     loom = row.get("loom") or {}
@@ -250,4 +267,7 @@ def log_row(row: dict) -> None:
             parts.append(f"{name} error")
     if row["status"] != "pass" and row.get("why"):
         parts.append(f"-- {row['why']}")
+    if row.get("elapsed_s", 0) >= SLOW_ROW_S:
+        parts.append(f"{row['elapsed_s']:.0f} s: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in row.get("phase_s", {}).items() if k != "workload"))
     log("  " + " | ".join(parts))

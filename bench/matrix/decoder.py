@@ -171,8 +171,9 @@ def _run_one(ctx, row, w: Workload, art, m: _Model, prog, fi_ok):
     kv_lens = torch.from_numpy(table.lens).to(dev)
     out = torch.full((B, hid), float("nan"), dtype=torch.bfloat16, device=dev)
 
-    ref_h, ref_k, ref_v = refs.decoder_stack(hidden, {n: t[:L] for n, t in m.w.items()}, kc, vc, s, L,
-                                             table.indptr, kv_indices, table.lens, positions)
+    with ctx.phase(row, "reference"):
+        ref_h, ref_k, ref_v = refs.decoder_stack(hidden, {n: t[:L] for n, t in m.w.items()}, kc, vc, s, L,
+                                                 table.indptr, kv_indices, table.lens, positions)
     slots_l = slot_mapping.long()
     new_rows = lambda cache: cache[0].view(-1, hkv, hd)[slots_l].clone()
     result = {}
@@ -188,21 +189,23 @@ def _run_one(ctx, row, w: Workload, art, m: _Model, prog, fi_ok):
             prog.bind(name, t.data_ptr(), list(t.shape))
         if dev == "cuda":
             torch.cuda.synchronize()
-        prog.run()
+        with ctx.phase(row, "Loom first launch"):
+            prog.run()
         result["loom"] = (out.clone(), new_rows(kc), new_rows(vc))
         result["loom_time"] = ctx.timer.time_loom(prog)
     ctx.run_guarded(row, "Loom", loom)
 
     if fi_ok:
         try:
-            step, impl = _baseline_step(m, L, B, hidden, positions, slot_mapping, kv_indptr, kv_indices,
-                                        table)
-            graph, base_out = _capture(step)
-            graph.replay()
-            torch.cuda.synchronize()
-            result["base"] = (base_out.clone(), new_rows(kc), new_rows(vc))
-            result["base_time"] = ctx.timer.time_fn(graph.replay)
-            result["base_impl"] = impl
+            with ctx.phase(row, "per_op_graph"):
+                step, impl = _baseline_step(m, L, B, hidden, positions, slot_mapping, kv_indptr, kv_indices,
+                                            table)
+                graph, base_out = _capture(step)
+                graph.replay()
+                torch.cuda.synchronize()
+                result["base"] = (base_out.clone(), new_rows(kc), new_rows(vc))
+                result["base_time"] = ctx.timer.time_fn(graph.replay)
+                result["base_impl"] = impl
         except Exception as e:  # noqa: BLE001
             log(f"  {row['key']}: baseline failed: {type(e).__name__}: {e}")
             ctx.finish_baseline(row, "per_op_graph", _LABEL, None, None, error=f"{type(e).__name__}: {e}"[:600])

@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from typing import Iterator, List
 
 import torch
 
 from . import checks, refs
 from .context import Context, log, log_row
-from .specs import KDA_GATES, artifact_for
+from .specs import kda_groups
 from .workloads import Workload
 
 _LABELS = {
@@ -48,20 +47,11 @@ _LABELS = {
 }
 
 
-def _groups(workloads: List[Workload]):
-    g = OrderedDict()
-    for gate in KDA_GATES:
-        for w in workloads:
-            a = artifact_for(w, gate)
-            g.setdefault(a.key, (a, gate, []))[2].append(w)
-    return list(g.values())
-
-
 def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
     dev = ctx.device
     fla_ok = ctx.baselines.get("fla", {}).get("available") and dev == "cuda"
     fk_ok = ctx.baselines.get("flash_kda", {}).get("available") and dev == "cuda"
-    for art, gate, ws in _groups(workloads):
+    for art, gate, ws in kda_groups(workloads):
         prog = None
         try:
             if ctx.out_of_time(5):
@@ -87,8 +77,8 @@ def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
         prog.close()
 
 
-def _inputs(ctx, row, w: Workload, shape, gen):
-    dev = ctx.device
+def make_inputs(dev: str, w: Workload, shape, gen) -> dict:
+    """The row's tensors (module docstring), drawn from `gen`."""
     T, H, N = w.total, w.num_heads, w.batch
     K, V = shape["head_dim_k"], shape["head_dim_v"]
     bf = torch.bfloat16
@@ -122,16 +112,17 @@ def _run_one(ctx, row, w: Workload, shape, gate, prog, fla_ok, fk_ok):
     dev = ctx.device
     T, H, N = w.total, w.num_heads, w.batch
     K, V = shape["head_dim_k"], shape["head_dim_v"]
-    lb = float(shape["lower_bound"]) if gate == "bounded" else None
-    scale = float(shape["scale"]) if shape.get("scale") else K ** -0.5
+    lb, scale = gate_args(shape, gate)
     gen = torch.Generator(device=dev).manual_seed(row["seed"])
-    x = _inputs(ctx, row, w, shape, gen)
+    x = make_inputs(dev, w, shape, gen)
     row["inputs"] = {"sequences": N, "initial_state": "random" if w.initial_state else
                      ("zero" if x["initial_state"] is not None else "none")}
 
-    ref_o, ref_s = refs.kda_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], x["a_log"], x["dt_bias"],
-                                    x["cu"], x["initial_state"], gate, lb if lb is not None else -5.0,
-                                    scale, qk_l2norm=bool(shape["qk_l2norm"]), chunk=64)
+    with ctx.phase(row, "reference"):
+        ref_o, ref_s = refs.kda_prefill(x["q"], x["k"], x["v"], x["g"], x["beta"], x["a_log"],
+                                        x["dt_bias"], x["cu"], x["initial_state"], gate,
+                                        lb if lb is not None else -5.0, scale,
+                                        qk_l2norm=bool(shape["qk_l2norm"]), chunk=64)
 
     o = torch.full((T, H, V), float("nan"), dtype=torch.bfloat16, device=dev)
     fs = torch.full((N, H, K, V), float("nan"), dtype=torch.float32, device=dev)
@@ -148,7 +139,8 @@ def _run_one(ctx, row, w: Workload, shape, gate, prog, fla_ok, fk_ok):
         prog.bind("final_state", fs.data_ptr(), [N, H, K, V])
         if dev == "cuda":
             torch.cuda.synchronize()
-        prog.run()
+        with ctx.phase(row, "Loom first launch"):
+            prog.run()
         check = checks.kda(o, fs, ref_o, ref_s, x["cu"])
         timing = ctx.timer.time_loom(prog)
         ctx.finish_loom(row, timing, check)
@@ -168,7 +160,16 @@ def _run_one(ctx, row, w: Workload, shape, gate, prog, fla_ok, fk_ok):
                                 error="not run: " + (ctx.baselines.get("flash_kda", {}).get("why") or "no GPU"))
 
 
-def _fla(ctx, row, x, gate, lb, scale, ref_o, ref_s):
+def gate_args(shape, gate):
+    """(lower bound or None, scale) of a spec's shape for a gate."""
+    lb = float(shape["lower_bound"]) if gate == "bounded" else None
+    scale = float(shape["scale"]) if shape.get("scale") else shape["head_dim_k"] ** -0.5
+    return lb, scale
+
+
+def fla_calls(x, gate, lb, scale, out: dict) -> dict:
+    """The two fla baselines as calls writing out["o"], out["s"] (the module
+    docstring says what each computes); the fla warm-up runs the same ones."""
     from fla.ops.kda import chunk_kda
     from fla.ops.kda.gate import fused_kda_gate
     q4, k4, v4 = (x[n].unsqueeze(0) for n in ("q", "k", "v"))
@@ -176,7 +177,6 @@ def _fla(ctx, row, x, gate, lb, scale, ref_o, ref_s):
     cu64 = x["cu_seqlens"].long()
     dt_flat = x["dt_bias"].reshape(-1)
     bounded = gate == "bounded"
-    out = {}
 
     def vllm():
         g = fused_kda_gate(g4, x["a_log"], dt_flat, lower_bound=lb, output_dtype=torch.float32)
@@ -192,9 +192,14 @@ def _fla(ctx, row, x, gate, lb, scale, ref_o, ref_s):
                                        A_log=x["a_log"], dt_bias=dt_flat, lower_bound=lb,
                                        safe_gate=bounded, cu_seqlens=cu64)
 
-    for name, fn in (("fla_vllm", vllm), ("fla_fused", fused)):
+    return {"fla_vllm": vllm, "fla_fused": fused}
+
+
+def _fla(ctx, row, x, gate, lb, scale, ref_o, ref_s):
+    out = {}
+    for name, fn in fla_calls(x, gate, lb, scale, out).items():
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), ctx.phase(row, name):
                 fn()
                 torch.cuda.synchronize()
                 check = checks.kda(out["o"][0], out["s"], ref_o, ref_s, x["cu"])
@@ -224,7 +229,7 @@ def _flash_kda(ctx, row, x, lb, scale, ref_o, ref_s, T, H, N, K, V):
             flash_kda.fwd(q4, k4, v4, g4, b4, scale, o, a_log, dt_bias, lb,
                           initial_state=init_t, final_state=fs_t, cu_seqlens=cu64)
 
-        with torch.inference_mode():
+        with torch.inference_mode(), ctx.phase(row, "flash_kda"):
             run()
             torch.cuda.synchronize()
             check = checks.kda(o[0], fs_t.transpose(-1, -2), ref_o, ref_s, x["cu"])

@@ -118,8 +118,9 @@ def _run_one(ctx, row, w: Workload, shape, prog, pool: _Pool, workspace, fi_ok, 
     o = torch.full((B, H, Dc), float("nan"), dtype=torch.bfloat16, device=dev)
     lse = torch.full((B, H), float("nan"), dtype=torch.float32, device=dev)
 
-    ref_o, ref_lse = refs.mla_decode(q_nope, q_pe, pool.ckv, pool.kpe, table.indptr, kv_indices,
-                                     table.lens, sm_scale)
+    with ctx.phase(row, "reference"):
+        ref_o, ref_lse = refs.mla_decode(q_nope, q_pe, pool.ckv, pool.kpe, table.indptr, kv_indices,
+                                         table.lens, sm_scale)
 
     # --- Loom ---------------------------------------------------------------
     def loom():
@@ -130,7 +131,8 @@ def _run_one(ctx, row, w: Workload, shape, prog, pool: _Pool, workspace, fi_ok, 
         prog.bind("kpe_cache", pool.kpe.data_ptr())
         if dev == "cuda":
             torch.cuda.synchronize()
-        prog.run()
+        with ctx.phase(row, "Loom first launch"):
+            prog.run()
         check = checks.mla(o, lse, ref_o, ref_lse, table.lens)
         timing = ctx.timer.time_loom(prog)
         ctx.finish_loom(row, timing, check)
@@ -148,7 +150,8 @@ def _run_one(ctx, row, w: Workload, shape, prog, pool: _Pool, workspace, fi_ok, 
     if P != 64:
         pass  # FlashMLA's paged KV cache has 64-token blocks only: no row entry
     elif fm_ok:
-        _flash_mla(ctx, row, B, H, Dc, P, sm_scale, q_nope, q_pe, pool, table, ref_o, ref_lse)
+        with ctx.phase(row, "flash_mla"):
+            _flash_mla(ctx, row, B, H, Dc, P, sm_scale, q_nope, q_pe, pool, table, ref_o, ref_lse)
     else:
         ctx.finish_baseline(row, "flash_mla", _LABELS["flash_mla"], None, None,
                             error="not run: " + (ctx.baselines.get("flash_mla", {}).get("why") or "no GPU"))
@@ -198,7 +201,8 @@ def _flashinfer(ctx, row, B, H, Dc, Dp, P, sm_scale, q_nope, q_pe, pool, kv_indp
 
     for name, fn in (("flashinfer_kernel", kernel_only), ("flashinfer_with_plan", with_plan)):
         try:
-            fn()
+            with ctx.phase(row, name):
+                fn()
         except Exception as e:  # noqa: BLE001
             log(f"  {row['key']}: {name} failed: {type(e).__name__}: {e}")
             ctx.finish_baseline(row, name, _LABELS[name], None, None, error=f"{type(e).__name__}: {e}"[:600])

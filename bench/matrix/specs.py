@@ -134,6 +134,17 @@ def artifact_for(w: Workload, gate: Optional[str] = None,
 KDA_GATES = ("unbounded", "bounded")
 
 
+def kda_groups(workloads: Sequence[Workload]) -> List[tuple]:
+    """[(artifact, gate, workloads)]: the KDA rows that share one Loom
+    program, each gate's in workload order."""
+    g: Dict[str, tuple] = {}
+    for gate in KDA_GATES:
+        for w in workloads:
+            a = artifact_for(w, gate)
+            g.setdefault(a.key, (a, gate, []))[2].append(w)
+    return list(g.values())
+
+
 def artifacts_needed(by_family: Dict[str, List[Workload]]) -> List[Artifact]:
     """Every artifact the workloads need, each once, in a stable order."""
     specs = {f: all_specs(f) for f in by_family}
