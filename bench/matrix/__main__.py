@@ -5,8 +5,6 @@
   python3 -m bench.matrix run --family F ...     one family's rows only (scripts/bench-matrix)
   python3 -m bench.matrix report --out DIR       matrix.json / .md / .png from the rows in DIR
   python3 -m bench.matrix warm --family F --out DIR   FlashInfer JIT modules, in parallel
-  python3 -m bench.matrix warm-fla --out DIR [--subset S] [--smoke]
-                                                 fla's Triton kernels, a process per group (fla_warm.py)
   python3 -m bench.matrix specs                  the artifacts to compile (for bench-prepare)
   python3 -m bench.matrix compare OLD NEW [--save PREFIX]
                                                  two runs within noise? (compare.py; exit 1 if not)
@@ -117,30 +115,6 @@ def cmd_run(a, write_report: bool) -> int:
     return 0
 
 
-def cmd_warm_fla(a, sub: str, wl: dict) -> int:
-    from . import fla_warm
-    from .runner import SMOKE
-    from .workloads import select
-    every = load_all(**wl)["kda_prefill"]
-    ws = select(every, SMOKE["kda_prefill"] if getattr(a, "smoke", False) and not a.subset else a.subset)
-    if sub == "warm-fla-group":
-        fla_warm.run_group(ws, a.gate)
-        return 0
-    from . import baselines as bl
-    info = bl.probe("fla")
-    if not info["available"]:
-        print(f"[matrix] fla warm-up: skipped, fla not available: {info['why']}", flush=True)
-        return 0
-    out = a.out or _default_out("cuda")
-    s = fla_warm.run_all(ws, os.path.join(out, "logs"), a.jobs, a.time_limit)
-    json.dump(s, open(os.path.join(out, "warm-fla.json"), "w"), indent=1)
-    print(f"[matrix] fla warm-up: {s['ok']} of {s['groups']} groups in {s['seconds']} s ({a.jobs} at once)"
-          + (f"; failed: {', '.join(s['failed'])}" if s["failed"] else "")
-          + (f"; unfinished at {a.time_limit:.0f} s: {', '.join(s['unfinished'])}" if s["unfinished"] else "")
-          + f"\n[matrix]   per group: {', '.join(s['took'])}", flush=True)
-    return 0
-
-
 def _print_summary(doc) -> None:
     from .report import BASELINES, SHORT, TITLES
     print("\n%-18s %5s %5s %5s %5s %5s  %s" % ("family", "rows", "pass", "fail", "err", "skip",
@@ -163,8 +137,7 @@ def main(argv=None) -> int:
         p.add_argument("--save", default=None, help="also write PREFIX.md and PREFIX.json")
         a = p.parse_args(argv[1:])
         return compare.main(a.old, a.new, a.save)
-    sub = argv[0] if argv and argv[0] in ("run", "report", "warm", "warm-fla", "warm-fla-group",
-                                          "specs") else None
+    sub = argv[0] if argv and argv[0] in ("run", "report", "warm", "specs") else None
     if sub:
         argv = argv[1:]
     p = argparse.ArgumentParser(prog="python3 -m bench.matrix" + (f" {sub}" if sub else ""),
@@ -172,14 +145,6 @@ def main(argv=None) -> int:
     _common(p)
     if sub in (None, "run"):
         _run_args(p)
-    if sub in ("warm-fla", "warm-fla-group"):
-        p.add_argument("--subset", default=None, help="as for run")
-    if sub == "warm-fla":
-        p.add_argument("--smoke", action="store_true", help="the smoke run's KDA workloads only")
-        p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-        p.add_argument("--time-limit", type=float, default=150.0)
-    if sub == "warm-fla-group":
-        p.add_argument("--gate", required=True, choices=specsmod.KDA_GATES)
     if sub == "report":
         p.add_argument("--model-json", default=os.path.join(ROOT, ".bench", "model.json"))
         p.add_argument("--targets-json", default=os.path.join(ROOT, ".bench", "targets.json"))
@@ -205,8 +170,6 @@ def main(argv=None) -> int:
         print(f"[matrix] FlashInfer warm-up: {'ok' if w['ok'] else 'FAILED: ' + w['why'][-2000:]} "
               f"in {w['seconds']} s: {', '.join(w['modules'])}", flush=True)
         return 0
-    if sub in ("warm-fla", "warm-fla-group"):
-        return cmd_warm_fla(a, sub, wl)
     if sub == "report":
         from .report import write
         out = a.out or _default_out("cuda")

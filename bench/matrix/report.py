@@ -120,7 +120,6 @@ def build(folder: str, model_path: Optional[str] = None, targets_path: Optional[
         "timing": first.get("timing", {}),
         "baselines": first.get("baselines", {}),
         "warm": _read_json(os.path.join(folder, "warm.json")),
-        "warm_fla": _read_json(os.path.join(folder, "warm-fla.json")),
         "families": {f: family_summary(f, rows) for f in families},
         "targets": _targets(rows, targets, model),
         "rows": rows,
@@ -215,13 +214,6 @@ def markdown(doc: dict) -> str:
         L.append("")
         L.append(f"FlashInfer JIT warm-up: {'ok' if warm.get('ok') else 'FAILED: ' + warm.get('why', '')[:300]} "
                  f"in {warm.get('seconds')} s ({len(warm.get('modules', []))} modules).")
-    wf = doc.get("warm_fla")
-    if wf:
-        L.append("")
-        L.append(f"fla Triton warm-up (compile cache only; the timed run autotunes again): {wf.get('ok')} of "
-                 f"{wf.get('groups')} processes in {wf.get('seconds')} s"
-                 + (f"; failed: {', '.join(wf['failed'])}" if wf.get("failed") else "")
-                 + (f"; unfinished: {', '.join(wf['unfinished'])}" if wf.get("unfinished") else "") + ".")
     L.append("")
     L.append("## Targets")
     L.append("")
@@ -350,7 +342,6 @@ def plots(doc: dict, folder: str) -> List[str]:
 _NUM = (int, float)
 _TOP = {"schema": str, "created": str, "date": str, "machine": dict, "software": dict, "commit": str,
         "copy_gbps": dict, "timing": dict, "baselines": dict, "warm": (dict, type(None)),
-        "warm_fla": (dict, type(None)),
         "families": dict, "targets": dict, "rows": list}
 _FAMILY = {"rows": int, "pass": int, "fail": int, "error": int, "skipped": int, "geomean_speedup": dict,
            "geomean_rows": dict, "loom_roofline_fraction_geomean": (float, type(None))}
