@@ -60,7 +60,7 @@ def compare(old: dict, new: dict) -> dict:
         o = old_rows.get(r["key"])
         if o is None:
             continue
-        f = fams.setdefault(r["family"], {"rows": 0, "impl": {}, "speedups": {}})
+        f = fams.setdefault(r["family"], {"rows": 0, "impl": {}, "speedups": {}, "timed_in_one_run_only": 0})
         f["rows"] += 1
         if (o["status"] == "pass") != (r["status"] == "pass"):
             changes.append(f"{r['key']}: {o['status']} -> {r['status']}")
@@ -69,7 +69,7 @@ def compare(old: dict, new: dict) -> dict:
             x, y = a[base].get("speedup"), b[base].get("speedup")
             if x and y and a[base].get("agrees") and b[base].get("agrees"):
                 f["speedups"].setdefault(base, []).append((x, y))
-        f["timed_in_one_run_only"] = f.get("timed_in_one_run_only", 0) + len(set(a) ^ set(b))
+        f["timed_in_one_run_only"] += len(set(a) ^ set(b))
         for impl in sorted(set(a) & set(b)):
             ratio = b[impl]["time_us"] / a[impl]["time_us"]
             tol = max(FLOOR, SPREAD * max(_spread(a[impl]), _spread(b[impl])))
@@ -116,7 +116,7 @@ def markdown(res: dict, old_name: str, new_name: str) -> str:
         for base, g in f["geomean_speedup"].items():
             L.append(f"| {name} | {base} | {g['rows']} | {g['old']:.3f} | {g['new']:.3f} | "
                      f"{100 * g['change']:+.1f} % |")
-    one = {n: f.get("timed_in_one_run_only", 0) for n, f in res["families"].items()}
+    one = {n: f["timed_in_one_run_only"] for n, f in res["families"].items()}
     if any(one.values()):
         L += ["", "Timed in one run only (not compared): " +
               ", ".join(f"{n} {k}" for n, k in one.items() if k) + " implementation rows."]

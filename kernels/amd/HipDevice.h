@@ -178,21 +178,6 @@ template <typename T> __device__ __forceinline__ void opaque(T *&p) {
   p = reinterpret_cast<T *>((uint64_t(uint32_t(hi)) << 32) | uint32_t(lo));
 }
 
-/// floor(x / c) for 0 <= x < 2^53, 0 < c, without the ~60-instruction
-/// emulated 64-bit integer division: a double quotient is within 1 of the
-/// true one, and one correction step makes it exact.
-__device__ __forceinline__ int64_t divFloor(int64_t x, int64_t c) {
-  if (((x | c) >> 31) == 0)
-    return int64_t(uint32_t(x) / uint32_t(c));
-  int64_t q = int64_t(double(x) / double(c));
-  const int64_t r = x - q * c;
-  if (r < 0)
-    --q;
-  else if (r >= c)
-    ++q;
-  return q;
-}
-
 //===----------------------------------------------------------------------===//
 // Work-items. Loom launches 1-D grids of 1-D workgroups whose size is a
 // multiple of 64, so the lane is threadIdx & 63 and the wave threadIdx >> 6.

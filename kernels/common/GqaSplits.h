@@ -48,19 +48,9 @@ namespace loom {
 /// tokens in flight per block) runs full four times.
 constexpr int64_t kGqaMinSplitTokens = 128;
 
-/// ceil(x / c) for x >= 0, c > 0, in 32 bits on the device when both fit
-/// (64-bit division is emulated there).
-LOOM_HOST_DEVICE inline int64_t gqaCeilDiv(int64_t x, int64_t c) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  if (((x | c) >> 31) == 0)
-    return int64_t((uint32_t(x) + uint32_t(c) - 1u) / uint32_t(c));
-#endif
-  return (x + c - 1) / c;
-}
-
 /// Splits of each of a request's Hkv pairs for `len` tokens, chunk c.
 LOOM_HOST_DEVICE inline int64_t gqaPairSplits(int64_t len, int64_t chunk) {
-  const int64_t n = gqaCeilDiv(len, chunk);
+  const int64_t n = ceilDivFast(len, chunk);
   return n < 1 ? 1 : n;
 }
 
@@ -76,7 +66,7 @@ LOOM_HOST_DEVICE inline int64_t gqaChunkTokens(const TLen *kvLens,
     total += len;
     longest = len > longest ? len : longest;
   }
-  int64_t c = gqaCeilDiv(hkv * total, numTasks);
+  int64_t c = ceilDivFast(hkv * total, numTasks);
   c = c < kGqaMinSplitTokens ? kGqaMinSplitTokens : c;
   for (;;) {
     if (c >= longest) // one split per pair: Hkv * batch <= numTasks

@@ -39,25 +39,6 @@ namespace loom {
 /// tokens on, all W slots work.
 constexpr int64_t kMlaMinSlotTokens = 128;
 
-/// floor(x / c) for x >= 0, c > 0. Device code avoids the emulated 64-bit
-/// division: 32-bit when both fit, else a double estimate corrected by one
-/// (exact for x < 2^53, far beyond any token count).
-LOOM_HOST_DEVICE inline int64_t mlaDivFloor(int64_t x, int64_t c) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  if (((x | c) >> 31) == 0)
-    return int64_t(uint32_t(x) / uint32_t(c));
-  int64_t q = int64_t(double(x) / double(c));
-  const int64_t r = x - q * c;
-  if (r < 0)
-    --q;
-  else if (r >= c)
-    ++q;
-  return q;
-#else
-  return x / c;
-#endif
-}
-
 //===----------------------------------------------------------------------===//
 // Workspace: partial_o [pieces][H][Dc] then partial_lse [pieces][H]
 //===----------------------------------------------------------------------===//
@@ -102,7 +83,7 @@ LOOM_HOST_DEVICE inline int64_t mlaTotalTokens(const int32_t *kvLens,
 /// total >= 1, so every active slot owns at least one token.
 LOOM_HOST_DEVICE inline int64_t mlaActiveSlots(int64_t total, int64_t numSlots,
                                                int64_t minSlotTokens) {
-  const int64_t e = mlaDivFloor(total + minSlotTokens - 1, minSlotTokens);
+  const int64_t e = ceilDivFast(total, minSlotTokens);
   return e < 1 ? 1 : (e > numSlots ? numSlots : e);
 }
 
@@ -124,8 +105,8 @@ struct MlaSlots {
   /// The slot owning token t, 0 <= t < total.
   LOOM_HOST_DEVICE int64_t slotOf(int64_t t) const {
     const int64_t big = rem * (base + 1); // tokens of the longer slots
-    return t < big ? mlaDivFloor(t, base + 1)
-                   : rem + mlaDivFloor(t - big, base);
+    return t < big ? divFloorFast(t, base + 1)
+                   : rem + divFloorFast(t - big, base);
   }
   /// Workspace piece that slot w writes for request b.
   LOOM_HOST_DEVICE static int64_t piece(int64_t w, int64_t b) { return w + b; }
@@ -138,7 +119,7 @@ LOOM_HOST_DEVICE inline MlaSlots mlaSlots(int64_t total, int64_t numSlots,
   MlaSlots s;
   s.total = total;
   s.active = mlaActiveSlots(total, numSlots, minSlotTokens);
-  s.base = mlaDivFloor(total, s.active);
+  s.base = divFloorFast(total, s.active);
   s.rem = total - s.base * s.active;
   return s;
 }

@@ -55,8 +55,8 @@ using am::imin;
 template <typename T> using MlaParams = host::MlaParams<T>;
 
 // Workspace layout and slot arithmetic: kernels/common/MlaSlots.h, the one
-// copy host and devices share (its mlaDivFloor keeps 64-bit divisions off
-// the emulated path, as am::divFloor does). Re-exported for emitted code.
+// copy host and devices share (its divisions, loom::divFloorFast, keep off
+// the emulated 64-bit path). Re-exported for emitted code.
 using ::loom::kMlaMinSlotTokens;
 using ::loom::MlaSlots;
 using ::loom::mlaNumPieces;
