@@ -8,6 +8,8 @@
   python3 -m bench.matrix specs                  the artifacts to compile (for bench-prepare)
   python3 -m bench.matrix compare OLD NEW [--save PREFIX]
                                                  two runs within noise? (compare.py; exit 1 if not)
+  python3 -m bench.matrix tune-fla --out DIR [--subset ...] [--gate G] [--deadline S]
+                                                 fla's autotuned configs for KDA (fla_tune.py)
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def main(argv=None) -> int:
         p.add_argument("--save", default=None, help="also write PREFIX.md and PREFIX.json")
         a = p.parse_args(argv[1:])
         return compare.main(a.old, a.new, a.save)
-    sub = argv[0] if argv and argv[0] in ("run", "report", "warm", "specs") else None
+    sub = argv[0] if argv and argv[0] in ("run", "report", "warm", "specs", "tune-fla") else None
     if sub:
         argv = argv[1:]
     p = argparse.ArgumentParser(prog="python3 -m bench.matrix" + (f" {sub}" if sub else ""),
@@ -145,6 +147,11 @@ def main(argv=None) -> int:
     _common(p)
     if sub in (None, "run"):
         _run_args(p)
+    if sub == "tune-fla":
+        p.add_argument("--subset", default=None, help="N (first N) or comma-separated KDA names/keys")
+        p.add_argument("--deadline", type=float, default=None,
+                       help="seconds: start no group with fewer than 90 s left")
+        p.add_argument("--gate", default="both", choices=["both", "unbounded", "bounded"])
     if sub == "report":
         p.add_argument("--model-json", default=os.path.join(ROOT, ".bench", "model.json"))
         p.add_argument("--targets-json", default=os.path.join(ROOT, ".bench", "targets.json"))
@@ -157,6 +164,14 @@ def main(argv=None) -> int:
         for art in specsmod.artifacts_needed({f: by[f] for f in fams}):
             print("\t".join([art.key, art.spec.path, " ".join(art.args)]))
         return 0
+    if sub == "tune-fla":
+        from . import fla_tune
+        from .workloads import select
+        if not a.out:
+            raise SystemExit("bench.matrix tune-fla: error: --out DIR is required")
+        ws = select(load_all(**wl)["kda_prefill"], a.subset)
+        gates = ("unbounded", "bounded") if a.gate == "both" else (a.gate,)
+        return fla_tune.tune(ws, a.out, a.deadline, gates=gates)
     if sub == "warm":
         from . import baselines as bl
         os.makedirs(a.out, exist_ok=True)

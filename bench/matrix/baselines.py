@@ -11,7 +11,9 @@ does not import is reported as such in the matrix (never silently dropped).
               off (FLA_FLASH_KDA=0) so "fla" is always the Triton path.
   flash_mla   FlashMLA (PyPI sgl-flash-mla): the SM90 dense bf16 decode kernel
               (legacy op namespace), page size 64 only.
-  flash_kda   FlashKDA (PyPI tokenspeed-flashkda): bounded gate only.
+  flash_kda   FlashKDA (PyPI tokenspeed-flashkda): bounded gate only; the
+              probe makes one small call, since the wheel's extension can
+              import and still refuse every call.
 """
 
 from __future__ import annotations
@@ -51,13 +53,33 @@ def probe(name: str) -> dict:
                 raise ImportError("this FlashMLA build has no SM90 (legacy) kernels: "
                                   + str(getattr(flash_mla._loader, "_LEGACY_UNAVAILABLE", "")))
         elif name == "flash_kda":
-            import flash_kda  # noqa: F401
+            _flash_kda_smoke()
         info["available"] = True
     except Exception as e:  # noqa: BLE001 - reported in the matrix
         info["why"] = f"{type(e).__name__}: {e}"[:400]
         if not info["version"]:
             info["why"] = f"{PACKAGES[name]} is not installed (no wheel carried, or pip refused it); " + info["why"]
     return info
+
+
+def _flash_kda_smoke() -> None:
+    """One 64-token call: on the H200 (torch 2.11) the wheel's extension
+    refused every CUDA tensor ("all tensors must be on CUDA", 2026-12-01),
+    so an import alone does not say the baseline can run."""
+    import torch
+    import flash_kda
+    T, H, D = 64, 1, 128
+    bf = torch.bfloat16
+    q, k, v, g = (torch.randn(1, T, H, D, device="cuda", dtype=bf) for _ in range(4))
+    beta = torch.zeros(1, T, H, device="cuda", dtype=bf)
+    out = torch.empty(1, T, H, D, device="cuda", dtype=bf)
+    a_log, dt_bias = torch.zeros(H, device="cuda"), torch.zeros(H, D, device="cuda")
+    try:
+        flash_kda.fwd(q, k, v, g, beta, D ** -0.5, out, a_log, dt_bias, -5.0)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        raise RuntimeError(f"flash_kda.fwd fails a 64-token call under torch {torch.__version__}: "
+                           f"{str(e).splitlines()[0]}") from None
 
 
 def probe_all(names=tuple(PACKAGES)) -> Dict[str, dict]:
@@ -84,15 +106,21 @@ def flashinfer_jit_specs(families) -> list:
 
 
 def warm_flashinfer(families) -> dict:
-    """Builds the FlashInfer modules the families need in one parallel ninja
-    run (the first call of each op would otherwise build them one by one)."""
+    """Builds the FlashInfer modules the families need, all at once (the
+    first call of each op would otherwise build them one by one). Each in
+    its own folder's ninja run, as its first call runs it: ninja rebuilds an
+    output its folder's .ninja_log has no line for, so FlashInfer's one
+    combined ninja run (build_jit_specs, log in the parent folder) left the
+    first calls rebuilding everything (18 s MLA, 55 s decoder ops on the
+    H200, 2026-12-01)."""
+    from concurrent.futures import ThreadPoolExecutor
     t = time.perf_counter()
     out = {"families": sorted(families), "modules": [], "ok": False, "seconds": 0.0, "why": ""}
     try:
-        from flashinfer.jit.core import build_jit_specs
         specs = flashinfer_jit_specs(families)
         out["modules"] = [s.name for s in specs]
-        build_jit_specs(specs, verbose=False)
+        with ThreadPoolExecutor(max_workers=len(specs) or 1) as pool:
+            list(pool.map(lambda spec: spec.build(verbose=False), specs))
         out["ok"] = True
     except Exception as e:  # noqa: BLE001
         out["why"] = f"{type(e).__name__}: {e}"[-3000:]

@@ -29,13 +29,15 @@ Baselines:
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import time
 from typing import Iterator, List
 
 import torch
 
-from . import checks, refs
+from . import checks, fla_tune, refs
 from .context import Context, log, log_row
 from .specs import kda_groups
 from .workloads import Workload
@@ -75,6 +77,20 @@ def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
             if dev == "cuda":
                 torch.cuda.empty_cache()
         prog.close()
+    if fla_ok:
+        _record_fla_configs(ctx)
+
+
+def _record_fla_configs(ctx) -> None:
+    """fla-configs.json: whether fla's tuned configs (fla_tune.py) answered
+    its autotune keys or it tuned in this run (the report says which)."""
+    try:
+        cov = fla_tune.coverage()
+    except Exception as e:  # noqa: BLE001 - a report detail, not a row
+        cov = {"error": f"{type(e).__name__}: {e}"[:300]}
+    log(f"fla configs: {cov}")
+    with open(os.path.join(ctx.out_dir, "fla-configs.json"), "w") as f:
+        json.dump(cov, f, indent=1)
 
 
 def make_inputs(dev: str, w: Workload, shape, gen) -> dict:

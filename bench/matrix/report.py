@@ -20,6 +20,8 @@ from typing import Dict, List, Optional
 
 from .workloads import FAMILIES
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 SCHEMA = "loom-bench-matrix/1"
 # Per family: the baselines in table order, and the one the roofline plot shows.
 BASELINES = {
@@ -118,13 +120,26 @@ def build(folder: str, model_path: Optional[str] = None, targets_path: Optional[
         "commit": first.get("commit", ""),
         "copy_gbps": {f: e.get("copy", {}).get("gbps") for f, e in envs.items()},
         "timing": first.get("timing", {}),
-        "baselines": first.get("baselines", {}),
+        # Each family's env names only its own baselines: all of them here.
+        "baselines": {n: b for e in envs.values() for n, b in (e.get("baselines") or {}).items()},
         "warm": _read_json(os.path.join(folder, "warm.json")),
+        "fla_configs": _read_json(os.path.join(folder, "fla-configs.json")),
         "families": {f: family_summary(f, rows) for f in families},
         "targets": _targets(rows, targets, model),
         "rows": rows,
     }
     return doc
+
+
+def _fla_configs_line(fc: dict) -> str:
+    if fc.get("error"):
+        return f"fla configs: not recorded ({fc['error']})."
+    src = (f"its tuned configs ({os.path.relpath(fc['dir'], ROOT) if fc.get('dir') else '?'}, "
+           f"FLA_CACHE_MODE={fc.get('mode')})" if fc.get("mode") not in (None, "disabled")
+           else "no tuned configs (fla autotuned on each head count's first call)")
+    tuned = ", ".join(fc.get("tuned_in_run") or []) or "none"
+    return (f"fla ran with {src}: {fc.get('from_files', 0)} of its {fc.get('keys', 0)} autotune keys "
+            f"from the files; kernels that autotuned in the run: {tuned}.")
 
 
 def _targets(rows, targets: Optional[dict], model: Optional[dict]) -> dict:
@@ -214,6 +229,10 @@ def markdown(doc: dict) -> str:
         L.append("")
         L.append(f"FlashInfer JIT warm-up: {'ok' if warm.get('ok') else 'FAILED: ' + warm.get('why', '')[:300]} "
                  f"in {warm.get('seconds')} s ({len(warm.get('modules', []))} modules).")
+    fc = doc.get("fla_configs")
+    if fc:
+        L.append("")
+        L.append(_fla_configs_line(fc))
     L.append("")
     L.append("## Targets")
     L.append("")
@@ -342,7 +361,7 @@ def plots(doc: dict, folder: str) -> List[str]:
 _NUM = (int, float)
 _TOP = {"schema": str, "created": str, "date": str, "machine": dict, "software": dict, "commit": str,
         "copy_gbps": dict, "timing": dict, "baselines": dict, "warm": (dict, type(None)),
-        "families": dict, "targets": dict, "rows": list}
+        "fla_configs": (dict, type(None)), "families": dict, "targets": dict, "rows": list}
 _FAMILY = {"rows": int, "pass": int, "fail": int, "error": int, "skipped": int, "geomean_speedup": dict,
            "geomean_rows": dict, "loom_roofline_fraction_geomean": (float, type(None))}
 _ROW = {"family": str, "key": str, "workload_key": str, "name": str, "gate": (str, type(None)),

@@ -66,6 +66,9 @@ class Report(unittest.TestCase):
                    "timing": {"method": "m", "warmup": 2, "min_reps": 5, "max_reps": 50},
                    "baselines": {"flashinfer": {"available": True, "package": "flashinfer-python",
                                                 "version": "0.6.6", "why": ""}}}
+            if fam == "decoder":  # each family's env names only its own baselines
+                env["baselines"] = {"fla": {"available": False, "package": "fla-core", "version": "",
+                                            "why": "not installed"}}
             json.dump(env, open(os.path.join(d, f"env-{fam}.json"), "w"))
         self.model = os.path.join(d, "model.json")
         json.dump({"schema": "loom-model/1", "label": "model, not measured",
@@ -95,6 +98,22 @@ class Report(unittest.TestCase):
         self.assertEqual(doc["targets"]["b200"]["status"], "compiled, not run")
         self.assertEqual(doc["targets"]["b200"]["model"]["rows_with_estimate"], 1)
         self.assertEqual(doc["copy_gbps"], {"decoder": 4300.0, "mla_decode": 4300.0})
+
+    def test_baselines_of_every_family(self):
+        doc = R.build(self.dir.name)
+        self.assertEqual(sorted(doc["baselines"]), ["fla", "flashinfer"])
+        self.assertIsNone(doc["fla_configs"])
+
+    def test_fla_configs_line(self):
+        json.dump({"mode": "strict", "dir": os.path.join(R.ROOT, "bench/fla-configs/h200"), "keys": 12,
+                   "from_files": 11, "tuned_in_run": ["chunk_fwd_kernel_h_split"]},
+                  open(os.path.join(self.dir.name, "fla-configs.json"), "w"))
+        R.write(self.dir.name)
+        md = open(os.path.join(self.dir.name, "matrix.md")).read()
+        self.assertIn("fla ran with its tuned configs (bench/fla-configs/h200, FLA_CACHE_MODE=strict): "
+                      "11 of its 12 autotune keys from the files; kernels that autotuned in the run: "
+                      "chunk_fwd_kernel_h_split.", md)
+        self.assertIn("| fla | fla-core | – | not available: not installed |", md)
 
     def test_without_model_is_a_hook(self):
         doc = R.build(self.dir.name)
