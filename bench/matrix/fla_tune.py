@@ -124,9 +124,13 @@ def coverage() -> dict:
         name = _kernel_name(tuner)
         path = os.path.join(cdir, f"{name}.json") if cdir else ""
         entries = (json.load(open(path)).get("autotune_entries") or {}) if path and os.path.exists(path) else {}
-        for key in tuner.cache:
+        for key, cfg in tuner.cache.items():
             out["keys"] += 1
-            if mode != "disabled" and loadable(tuner) and _key_hash(key) in entries:
+            # The file's config, not just its key: fla autotunes anyway when
+            # its config pruning rejects the file's choice.
+            filed = entries.get(_key_hash(key), {}).get("config")
+            if mode != "disabled" and loadable(tuner) and filed is not None and \
+                    json.loads(json.dumps(_config_json(cfg))) == filed:
                 out["from_files"] += 1
             elif name not in out["tuned_in_run"]:
                 out["tuned_in_run"].append(name)

@@ -93,6 +93,9 @@ class Export(unittest.TestCase):
             cov = fla_tune.coverage()
         self.assertEqual((cov["keys"], cov["from_files"]), (3, 1))
         self.assertEqual(sorted(cov["tuned_in_run"]), ["h_split_kernel", "intra_kernel"])
+        self.intra.cache[self.k1] = _config(BK=32)  # fla rejected the file's config and tuned
+        with mock.patch.dict(os.environ, {"FLA_CACHE_MODE": "strict", "FLA_CONFIG_DIR": d}):
+            self.assertEqual(fla_tune.coverage()["from_files"], 0)
         with mock.patch.dict(os.environ, {"FLA_CACHE_MODE": "disabled", "FLA_CONFIG_DIR": d}):
             self.assertEqual(fla_tune.coverage()["from_files"], 0)
 
