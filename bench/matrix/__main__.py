@@ -51,6 +51,8 @@ def _common(p):
 def _run_args(p):
     p.add_argument("--subset", default=None, help="N (first N per family) or comma-separated names/keys")
     p.add_argument("--smoke", action="store_true", help="one small workload per family, few repetitions")
+    p.add_argument("--gate", default="both", choices=["both", "unbounded", "bounded"],
+                   help="KDA: only this gate's rows (e.g. a bounded program first in its process)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: dry run of the harness against Loom's host backend (no baselines)")
     p.add_argument("--target", default=None, help="artifact target (default h200; host with --device cpu)")
@@ -107,7 +109,7 @@ def cmd_run(a, write_report: bool) -> int:
         run_family(f, out=out, subset=a.subset, smoke=a.smoke, device=a.device, target=target,
                    loom_kind="cuda" if a.device == "cuda" else "host", artifacts=a.artifacts,
                    seed=seed, time_limit=limit or None, wait_warm=a.wait_warm,
-                   workloads_dir=a.workloads)
+                   workloads_dir=a.workloads, gates=None if a.gate == "both" else (a.gate,))
     if write_report:
         doc = write(out, a.model_json, a.targets_json)
         print(f"[matrix] wrote {out}/matrix.json, matrix.md" +

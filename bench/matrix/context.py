@@ -45,11 +45,12 @@ class Context:
     def __init__(self, *, device: str, loom_kind: str, target: str, artifacts_dir: str,
                  out_dir: str, seed: int, timer, copy_gbps: float, baselines: Dict[str, dict],
                  time_limit_s: Optional[float] = None, smoke: bool = False,
-                 watchdog_ms: int = 60000):
+                 watchdog_ms: int = 60000, gates=None):
         self.device, self.loom_kind, self.target = device, loom_kind, target
         self.artifacts_dir, self.out_dir, self.seed = artifacts_dir, out_dir, seed
         self.timer, self.copy_gbps, self.baselines = timer, copy_gbps, baselines
         self.smoke, self.watchdog_ms = smoke, watchdog_ms
+        self.gates = gates  # KDA: the gates to run (None: both)
         self.deadline = time.monotonic() + time_limit_s if time_limit_s else None
         self._rt = None
         self._loom_device = None

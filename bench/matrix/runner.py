@@ -96,7 +96,7 @@ def wait_for(path: str, limit_s: float) -> bool:
 def run_family(family: str, *, out: str, subset: Optional[str], smoke: bool, device: str,
                target: str, loom_kind: str, artifacts: str, seed: int, time_limit: Optional[float],
                wait_warm: Optional[str], wait_limit: float = 240.0,
-               workloads_dir: Optional[str] = None) -> List[dict]:
+               workloads_dir: Optional[str] = None, gates=None) -> List[dict]:
     from . import timing
     t0 = time.monotonic()
     os.makedirs(out, exist_ok=True)
@@ -140,7 +140,7 @@ def run_family(family: str, *, out: str, subset: Optional[str], smoke: bool, dev
     remaining = None if time_limit is None else max(1.0, time_limit - (time.monotonic() - t0))
     ctx = Context(device=device, loom_kind=loom_kind, target=target, artifacts_dir=artifacts, out_dir=out,
                   seed=seed, timer=timer, copy_gbps=copy["gbps"], baselines=probes,
-                  time_limit_s=remaining, smoke=smoke)
+                  time_limit_s=remaining, smoke=smoke, gates=gates)
     rows = list(_module(family).run(ctx, ws))
     n_pass = sum(r["status"] == "pass" for r in rows)
     log(f"{family}: {n_pass}/{len(rows)} rows pass, {time.monotonic() - t0:.0f} s")

@@ -134,11 +134,11 @@ def artifact_for(w: Workload, gate: Optional[str] = None,
 KDA_GATES = ("unbounded", "bounded")
 
 
-def kda_groups(workloads: Sequence[Workload]) -> List[tuple]:
+def kda_groups(workloads: Sequence[Workload], gates: Sequence[str] = KDA_GATES) -> List[tuple]:
     """[(artifact, gate, workloads)]: the KDA rows that share one Loom
     program, each gate's in workload order."""
     g: Dict[str, tuple] = {}
-    for gate in KDA_GATES:
+    for gate in gates:
         for w in workloads:
             a = artifact_for(w, gate)
             g.setdefault(a.key, (a, gate, []))[2].append(w)

@@ -46,6 +46,16 @@ class Mapping(unittest.TestCase):
         self.assertEqual(S.artifact_for(k, "unbounded").key, "kimi_linear_48b")
         self.assertEqual(S.artifact_for(k, "bounded").key, "bench_kda_h32_bounded")
 
+    def test_kda_groups_by_gate(self):
+        kda = self.by["kda_prefill"]
+        both = S.kda_groups(kda)
+        self.assertEqual(sum(len(ws) for _, _, ws in both), 2 * len(kda))
+        self.assertEqual([g for _, g, _ in both][0], "unbounded")  # the matrix runs unbounded first
+        bounded = S.kda_groups(kda, ("bounded",))
+        self.assertEqual({g for _, g, _ in bounded}, {"bounded"})
+        self.assertEqual([(a.key, len(ws)) for a, _, ws in bounded],
+                         [(a.key, len(ws)) for a, g, ws in both if g == "bounded"])
+
     def test_decoder_layers(self):
         keys = [S.artifact_for(w) for w in self.by["decoder"]]
         self.assertEqual([a.key for a in keys],
