@@ -48,11 +48,18 @@ def _common(p):
                    help="also search this folder (with mla_decode/, kda_prefill/, decoder/) for specs, first")
 
 
+def _gate_arg(p, help_text: str) -> None:
+    p.add_argument("--gate", default="both", choices=("both",) + specsmod.KDA_GATES, help=help_text)
+
+
+def _gates(arg: str) -> tuple:
+    return specsmod.KDA_GATES if arg == "both" else (arg,)
+
+
 def _run_args(p):
     p.add_argument("--subset", default=None, help="N (first N per family) or comma-separated names/keys")
     p.add_argument("--smoke", action="store_true", help="one small workload per family, few repetitions")
-    p.add_argument("--gate", default="both", choices=["both", "unbounded", "bounded"],
-                   help="KDA: only this gate's rows (e.g. a bounded program first in its process)")
+    _gate_arg(p, "KDA: only this gate's rows (e.g. a bounded program first in its process)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: dry run of the harness against Loom's host backend (no baselines)")
     p.add_argument("--target", default=None, help="artifact target (default h200; host with --device cpu)")
@@ -109,7 +116,7 @@ def cmd_run(a, write_report: bool) -> int:
         run_family(f, out=out, subset=a.subset, smoke=a.smoke, device=a.device, target=target,
                    loom_kind="cuda" if a.device == "cuda" else "host", artifacts=a.artifacts,
                    seed=seed, time_limit=limit or None, wait_warm=a.wait_warm,
-                   workloads_dir=a.workloads, gates=None if a.gate == "both" else (a.gate,))
+                   workloads_dir=a.workloads, gates=_gates(a.gate))
     if write_report:
         doc = write(out, a.model_json, a.targets_json)
         print(f"[matrix] wrote {out}/matrix.json, matrix.md" +
@@ -153,7 +160,7 @@ def main(argv=None) -> int:
         p.add_argument("--subset", default=None, help="N (first N) or comma-separated KDA names/keys")
         p.add_argument("--deadline", type=float, default=None,
                        help="seconds: start no group with fewer than 90 s left")
-        p.add_argument("--gate", default="both", choices=["both", "unbounded", "bounded"])
+        _gate_arg(p, "only this gate's groups")
     if sub == "report":
         p.add_argument("--model-json", default=os.path.join(ROOT, ".bench", "model.json"))
         p.add_argument("--targets-json", default=os.path.join(ROOT, ".bench", "targets.json"))
@@ -172,8 +179,7 @@ def main(argv=None) -> int:
         if not a.out:
             raise SystemExit("bench.matrix tune-fla: error: --out DIR is required")
         ws = select(load_all(**wl)["kda_prefill"], a.subset)
-        gates = ("unbounded", "bounded") if a.gate == "both" else (a.gate,)
-        return fla_tune.tune(ws, a.out, a.deadline, gates=gates)
+        return fla_tune.tune(ws, a.out, a.deadline, gates=_gates(a.gate))
     if sub == "warm":
         from . import baselines as bl
         os.makedirs(a.out, exist_ok=True)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Dict, Optional
 
 from . import cost as costmod
-from .specs import Artifact
+from .specs import KDA_GATES, Artifact
 from .workloads import Workload
 
 
@@ -45,12 +45,12 @@ class Context:
     def __init__(self, *, device: str, loom_kind: str, target: str, artifacts_dir: str,
                  out_dir: str, seed: int, timer, copy_gbps: float, baselines: Dict[str, dict],
                  time_limit_s: Optional[float] = None, smoke: bool = False,
-                 watchdog_ms: int = 60000, gates=None):
+                 watchdog_ms: int = 60000, gates=KDA_GATES):
         self.device, self.loom_kind, self.target = device, loom_kind, target
         self.artifacts_dir, self.out_dir, self.seed = artifacts_dir, out_dir, seed
         self.timer, self.copy_gbps, self.baselines = timer, copy_gbps, baselines
         self.smoke, self.watchdog_ms = smoke, watchdog_ms
-        self.gates = gates  # KDA: the gates to run (None: both)
+        self.gates = gates  # KDA: the gates to run
         self.deadline = time.monotonic() + time_limit_s if time_limit_s else None
         self._rt = None
         self._loom_device = None

@@ -28,6 +28,7 @@ import time
 from typing import Dict, Iterator, List, Optional
 
 from .context import log
+from .specs import KDA_GATES, kda_groups
 
 # vLLM's default max_num_batched_tokens for chunked prefill: the batch size
 # its first prefill (where fla autotunes) usually has.
@@ -137,12 +138,11 @@ def coverage() -> dict:
     return out
 
 
-def _groups(workloads) -> List[tuple]:
-    """[(art, gate, [workloads, the one fla tunes on first])] per head count
-    and gate, in the matrix's order."""
-    from .specs import kda_groups
+def _groups(workloads, gates=KDA_GATES) -> List[tuple]:
+    """[(gate, [(artifact, workload), ...])] per head count and gate, in
+    the matrix's order; the first pair is the one fla tunes on."""
     by: Dict[tuple, tuple] = {}
-    for art, gate, ws in kda_groups(workloads):
+    for art, gate, ws in kda_groups(workloads, gates):
         for w in ws:
             by.setdefault((w.num_heads, gate), (art, gate, []))[2].append((art, w))
     out = []
@@ -153,7 +153,7 @@ def _groups(workloads) -> List[tuple]:
 
 
 def tune(workloads, out_dir: str, deadline_s: Optional[float] = None, seed: int = 1,
-         gates=("unbounded", "bounded")) -> int:
+         gates=KDA_GATES) -> int:
     """Runs fla's baselines once per workload, group by group (module
     docstring), exporting after each workload; stops starting groups when fewer than
     90 s are left of deadline_s. Returns 0 when every group was tuned. With
@@ -170,7 +170,7 @@ def tune(workloads, out_dir: str, deadline_s: Optional[float] = None, seed: int 
     t0 = time.monotonic()
     meta = {"gpu": torch.cuda.get_device_name(0), "triton_version": triton.__version__,
             "fla_version": getattr(fla, "__version__", ""), "date": time.strftime("%Y-%m-%d")}
-    groups = [g for g in _groups(workloads) if g[0] in gates]
+    groups = _groups(workloads, gates)
     done = 0
     for gate, pairs in groups:
         if deadline_s and time.monotonic() - t0 > deadline_s - 90:

@@ -39,7 +39,7 @@ import torch
 
 from . import checks, fla_tune, refs
 from .context import Context, log, log_row
-from .specs import KDA_GATES, kda_groups
+from .specs import kda_groups
 from .workloads import Workload
 
 _LABELS = {
@@ -53,7 +53,7 @@ def run(ctx: Context, workloads: List[Workload]) -> Iterator[dict]:
     dev = ctx.device
     fla_ok = ctx.baselines.get("fla", {}).get("available") and dev == "cuda"
     fk_ok = ctx.baselines.get("flash_kda", {}).get("available") and dev == "cuda"
-    for art, gate, ws in kda_groups(workloads, ctx.gates or KDA_GATES):
+    for art, gate, ws in kda_groups(workloads, ctx.gates):
         prog = None
         try:
             if ctx.out_of_time(5):

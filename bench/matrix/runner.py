@@ -13,6 +13,7 @@ from typing import List, Optional
 
 from . import baselines as bl
 from .context import Context, log
+from .specs import KDA_GATES
 from .workloads import FAMILIES, Workload, load_all, select
 
 # One small workload per family for --smoke (every artifact they need is in
@@ -96,7 +97,7 @@ def wait_for(path: str, limit_s: float) -> bool:
 def run_family(family: str, *, out: str, subset: Optional[str], smoke: bool, device: str,
                target: str, loom_kind: str, artifacts: str, seed: int, time_limit: Optional[float],
                wait_warm: Optional[str], wait_limit: float = 240.0,
-               workloads_dir: Optional[str] = None, gates=None) -> List[dict]:
+               workloads_dir: Optional[str] = None, gates=KDA_GATES) -> List[dict]:
     from . import timing
     t0 = time.monotonic()
     os.makedirs(out, exist_ok=True)
