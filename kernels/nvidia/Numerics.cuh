@@ -195,6 +195,27 @@ __device__ __forceinline__ float fastExp2(float x) {
   return y;
 }
 
+/// 1 / d for d in [1, 2]: MUFU.RCP and one Newton step, which is what IEEE
+/// `1.f / d` does in its fast branch, without the range check that sends a
+/// divisor above 2^126 (or a subnormal one) to a far slow-path call.
+__device__ __forceinline__ float rcpOneToTwo(float d) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  return fmaf(r, fmaf(-d, r, 1.f), r);
+}
+
+/// The logistic function 1 / (1 + e^-x), its divisor kept in [1, 2]. With
+/// `1.f / (1.f + expf(-x))` every x below -87 took the division's slow-path
+/// call (code at the far end of the kernel): on the H200, KDA phase-0 tasks
+/// of a head whose bounded-gate inputs went there ran up to 1.8x longer
+/// than the others, on some SMs and not on others, so a launch's time
+/// depended on where its blocks landed (bench/results/h200/README.md).
+__device__ __forceinline__ float sigmoid(float x) {
+  const float e = expf(-fabsf(x));
+  const float r = rcpOneToTwo(1.f + e);
+  return x >= 0.f ? r : e * r;
+}
+
 /// 2^(m - mNew), 0 when m is -inf (so -inf - -inf never makes a NaN).
 __device__ __forceinline__ float rescale2(float m, float mNew) {
   return m == kNegInf ? 0.f : fastExp2(m - mNew);

@@ -5,7 +5,8 @@
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I<repo> \
 //        tests/gpu/NvidiaBodiesTest.cu -o nvidia-bodies-test
 //   ./nvidia-bodies-test            # LOOM_SEED=<n> reproduces a run
-//   ./nvidia-bodies-test --filter kda   # one group: decoder, mla, kda, loop
+//   ./nvidia-bodies-test --filter kda   # one group: decoder, mla, kda,
+//                                       # numerics, loop
 //
 // Part 1, bodies: for every device body, random non-zero inputs (the seed is
 // printed), outputs and workspaces poisoned with NaN before each launch, the
@@ -1340,6 +1341,36 @@ void testArgmax() {
 }
 
 //===----------------------------------------------------------------------===//
+// Numerics.cuh
+//===----------------------------------------------------------------------===//
+
+__global__ void sigmoidKernel(const float *x, float *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = lnv::sigmoid(x[i]);
+}
+
+/// nv::sigmoid against fp64 over the whole range: random x in [-120, 120]
+/// (below -87, 1 + e^-x passes 2^126, where IEEE division leaves its fast
+/// branch), both sides of the subnormal results, and the ends.
+void testSigmoid() {
+  const std::string name = "sigmoid x in [-120, 120]";
+  std::vector<float> x = randVec<float>(1 << 16, -120.f, 120.f);
+  for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 87.3f, -87.3f, -88.8f, -103.f,
+                  -104.f, 200.f, -200.f, 3e38f, -3e38f, INFINITY, -INFINITY})
+    x.push_back(v);
+  std::vector<float> ref(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    ref[i] = float(1.0 / (1.0 + std::exp(-double(x[i]))));
+  Dev<float> dx(x), dy(poisonVec<float>(x.size()));
+  sigmoidKernel<<<64, 256>>>(dx.p, dy.p, int64_t(x.size()));
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  // About 3 ulp; subnormal results to a few of their steps (2^-149).
+  compare(name, dy.get(), ref, 1e-44, 4e-7);
+}
+
+//===----------------------------------------------------------------------===//
 // Part 2: the persistent loop
 //===----------------------------------------------------------------------===//
 
@@ -1755,7 +1786,7 @@ void testLoopBodyError() {
 
 int main(int argc, char **argv) {
   // --filter S: only the groups whose name contains S (decoder, mla, kda,
-  // loop); --no-timing: skip the timing printouts.
+  // numerics, loop); --no-timing: skip the timing printouts.
   const char *filter = nullptr;
   bool timing = true;
   for (int i = 1; i < argc; ++i) {
@@ -1768,7 +1799,8 @@ int main(int argc, char **argv) {
       timing = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--filter decoder|mla|kda|loop] [--no-timing]\n",
+                   "usage: %s [--filter decoder|mla|kda|numerics|loop] "
+                   "[--no-timing]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 2;
     }
@@ -1884,6 +1916,9 @@ int main(int argc, char **argv) {
     if (timing)
       timeKda(8192, 32);
   }
+
+  if (selected("numerics"))
+    testSigmoid();
 
   // The persistent loop.
   if (selected("loop")) {

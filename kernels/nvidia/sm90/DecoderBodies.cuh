@@ -1016,7 +1016,7 @@ __device__ void elementwise2(const TA *a, const TB *b, TY *y, int64_t e0,
 
 struct SiluMulOp {
   __device__ float operator()(float g, float u) const {
-    return g / (1.0f + expf(-g)) * u;
+    return g * nv::sigmoid(g) * u;
   }
 };
 struct AddOp {

@@ -131,14 +131,11 @@ namespace detail {
 __device__ __forceinline__ float kdaSoftplus(float x) {
   return x > 20.f ? x : log1pf(expf(x));
 }
-__device__ __forceinline__ float kdaSigmoid(float x) {
-  return 1.f / (1.f + expf(-x));
-}
 __device__ __forceinline__ float kdaGate(KdaGate mode, float aLog,
                                          float lowerBound, float x) {
   const float a = expf(aLog);
   if (mode == KdaGate::Bounded)
-    return lowerBound * kdaSigmoid(a * x);
+    return lowerBound * nv::sigmoid(a * x);
   return -a * kdaSoftplus(x);
 }
 
@@ -195,7 +192,7 @@ __device__ void kdaIntraChunkOne(const KdaParams<T> &p, const KdaChunk &ch,
   const float aLog = p.aLog[h];
   const float *dtBias = p.dtBias + h * K;
   for (int64_t i = tid; i < C; i += kThreads)
-    beta[i] = i < L ? kdaSigmoid(nv::ldF(p.beta, (ch.start + i) * H + h)) : 0.f;
+    beta[i] = i < L ? nv::sigmoid(nv::ldF(p.beta, (ch.start + i) * H + h)) : 0.f;
   for (int64_t i = warp; i < C; i += kWarps) {
     if (i >= L) {
       for (int64_t c = lane; c < K; c += 32)
@@ -384,7 +381,7 @@ namespace detail {
 __device__ __forceinline__ float kdaGateA(KdaGate mode, float a,
                                           float lowerBound, float x) {
   if (mode == KdaGate::Bounded)
-    return lowerBound * kdaSigmoid(a * x);
+    return lowerBound * nv::sigmoid(a * x);
   return -a * kdaSoftplus(x);
 }
 
@@ -465,7 +462,7 @@ __device__ void kdaIntraFastOne(const KdaParams<T> &p, const KdaChunk &ch,
   // B. beta; 1/|q|, 1/|k| (a warp per row).
   if (tid < kC)
     sm.beta[tid] =
-        tid < L ? kdaSigmoid(nv::ldF(p.beta, (ch.start + tid) * H + h)) : 0.f;
+        tid < L ? nv::sigmoid(nv::ldF(p.beta, (ch.start + tid) * H + h)) : 0.f;
   for (int i = warp; i < kC; i += 8) {
     float qs = 0.f, ks = 0.f;
 #pragma unroll
