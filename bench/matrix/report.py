@@ -205,6 +205,12 @@ def markdown(doc: dict) -> str:
                  "(> 1: Loom is faster), from the same run on the same input tensors. Geometric means "
                  "over the rows where Loom passed its output check and the baseline agrees with the reference "
                  "(every metric within 2x Loom's bound; a baseline past Loom's own bound shows as 'check FAILED').")
+        gapped = sorted({f"{r['key']} ({name})" for r in doc.get("rows", [])
+                         for name, b in (r.get("baselines") or {}).items() if b.get("host_gaps")})
+        if gapped:
+            L.append(f"Kernel-only baseline timings that could not be queued ahead of the GPU, so host "
+                     f"time is in them ({len(gapped)}): " + ", ".join(gapped[:12])
+                     + (" …" if len(gapped) > 12 else "") + ".")
     L.append("")
     L.append("## Summary")
     L.append("")

@@ -6,8 +6,19 @@ written back during the timed call), on the stream the call runs on. This
 keeps the inputs out of L2 for every workload, also the small ones whose
 inputs a rotation of a few input sets could not push out.
 
-* Baselines (torch stream): flush, event, call, event; the flush keeps the GPU
-  busy while the host enqueues the call, so no host launch gap is timed.
+* Baselines, kernel-only (torch stream): the GPU is held by a spin kernel
+  (torch.cuda._sleep) while the host enqueues a batch of [flush, event,
+  call, event]; the spin is sized from the call's measured host enqueue
+  time, so every call of the batch is queued before the GPU reaches it and
+  its events time the kernels alone, not Python or launch overhead (fla's
+  chunk_kda is some ten Triton launches: timed eagerly, a 512-token call
+  measured its host, 1.0-1.5 ms, and moved by half with the host's load).
+  A batch whose enqueue outran the spin (the GPU reached the end of the
+  queue first, e.g. a call that synchronizes) is re-run with a longer one,
+  and counted in `host_gaps` if it still does.
+* Baselines with their host work (FlashInfer's plan() + run()): flush,
+  event, call, event, back to back; the gap while the host plans is timed,
+  which is the point.
 * Loom (the runtime's own stream): flush, torch.cuda.synchronize(), launch,
   synchronize, and the runtime's device-event time of the launch
   (loomrt_program_last_launch_ns). Its events bracket the cooperative
@@ -63,7 +74,9 @@ class Timer:
     def describe(self) -> dict:
         return {"method": "median of per-call device-event times, L2 flushed (read of "
                           f"{self.flush_bytes >> 20} MiB) before every timed call; Loom: the "
-                          "runtime's launch events; baselines: torch events around the call"
+                          "runtime's launch events; baselines: torch events around the call, "
+                          "queued behind a spin kernel so that no host time is timed (kernel-only), "
+                          "except FlashInfer with plan (host planning included)"
                           if self.device == "cuda" else "wall clock (cpu dry run)",
                 "flush_bytes": self.flush_bytes, "warmup": self.warmup, "min_reps": self.min_reps,
                 "max_reps": self.max_reps, "budget_s_per_measurement": self.budget_s}
@@ -76,8 +89,10 @@ class Timer:
         per = max(warm_s, 1e-6)
         return int(min(self.max_reps, max(self.min_reps, self.budget_s / per)))
 
-    def time_fn(self, fn: Callable[[], object]) -> Dict[str, float]:
-        """A baseline call on the current torch stream."""
+    def time_fn(self, fn: Callable[[], object], host_work: bool = False) -> Dict[str, float]:
+        """A baseline call on the current torch stream: its kernels alone
+        (queued behind a spin), or with `host_work` the host time between
+        its kernels too (module docstring)."""
         t0 = time.perf_counter()
         for _ in range(self.warmup):
             fn()
@@ -86,15 +101,11 @@ class Timer:
             torch.cuda.synchronize()
             warm = (time.perf_counter() - t0) / max(self.warmup, 1)
             n = self._reps(warm)
-            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(n)]
-            for s, e in ev:
-                self.flush()
-                s.record()
-                fn()
-                e.record()
-            torch.cuda.synchronize()
-            return summarize([s.elapsed_time(e) * 1e3 for s, e in ev])
+            if host_work:
+                ev = self._enqueue(fn, n)
+                torch.cuda.synchronize()
+                return summarize([s.elapsed_time(e) * 1e3 for s, e in ev])
+            return self._time_queued(fn, n)
         warm = (time.perf_counter() - t0) / max(self.warmup, 1)
         samples = []
         for _ in range(self._reps(warm)):
@@ -102,6 +113,70 @@ class Timer:
             fn()
             samples.append((time.perf_counter() - t) * 1e6)
         return summarize(samples)
+
+    def _enqueue(self, fn, n: int) -> list:
+        torch = _torch()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(n)]
+        for s, e in ev:
+            self.flush()
+            s.record()
+            fn()
+            e.record()
+        return ev
+
+    def _spin_cycles_per_us(self) -> float:
+        """torch.cuda._sleep's cycles per microsecond on this GPU (measured once)."""
+        if getattr(self, "_cycles_per_us", None) is None:
+            torch = _torch()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            cycles = 20_000_000
+            s.record()
+            torch.cuda._sleep(cycles)
+            e.record()
+            e.synchronize()
+            self._cycles_per_us = cycles / max(s.elapsed_time(e) * 1e3, 1.0)
+        return self._cycles_per_us
+
+    def _time_queued(self, fn, n: int) -> Dict[str, float]:
+        torch = _torch()
+        rate = self._spin_cycles_per_us()
+        # The host's time to enqueue one timed call, measured while the GPU
+        # spins (so no wait on the GPU is in it).
+        torch.cuda._sleep(int(50_000 * rate))
+        t = time.perf_counter()
+        self._enqueue(fn, 1)
+        enqueue_us = (time.perf_counter() - t) * 1e6
+        torch.cuda.synchronize()
+        # Batches of about 50 ms of enqueueing, each behind a spin of twice that.
+        batch = max(1, min(n, int(50_000 / max(enqueue_us, 1.0))))
+        samples, gapped, done, queue = [], 0, 0, True
+        while done < n:
+            b = min(batch, n - done)
+            ev, outran = None, True
+            spin_us = 2 * b * enqueue_us + 1000
+            for _ in range(3 if queue else 0):
+                torch.cuda._sleep(int(spin_us * rate))
+                spun = torch.cuda.Event()
+                spun.record()
+                ev = self._enqueue(fn, b)
+                outran = spun.query()  # the spin is over: the GPU may have waited on the host
+                torch.cuda.synchronize()
+                if not outran:
+                    break
+                spin_us *= 4
+            if outran:  # a call that waits on the GPU cannot be queued: time the rest as called
+                queue = False
+                if ev is None:
+                    ev = self._enqueue(fn, b)
+                    torch.cuda.synchronize()
+                gapped += b
+            samples += [s.elapsed_time(e) * 1e3 for s, e in ev]
+            done += b
+        out = summarize(samples)
+        out["host_enqueue_us"] = enqueue_us
+        out["host_gaps"] = gapped  # timed calls that may include host time
+        return out
 
     def time_loom(self, program) -> Dict[str, float]:
         """A Loom program (bound already): the runtime's device time per launch."""

@@ -115,6 +115,20 @@ class Report(unittest.TestCase):
                       "chunk_fwd_kernel_h_split.", md)
         self.assertIn("| fla | fla-core | – | not available: not installed |", md)
 
+    def test_host_gaps_line(self):
+        R.write(self.dir.name)
+        md = open(os.path.join(self.dir.name, "matrix.md")).read()
+        self.assertNotIn("could not be queued", md)
+        path = os.path.join(self.dir.name, "rows-mla_decode.jsonl")
+        rows = [json.loads(x) for x in open(path) if x.rstrip().endswith("}")]
+        rows[1]["baselines"]["flashinfer_kernel"]["host_gaps"] = 50
+        with open(path, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        R.write(self.dir.name)
+        md = open(os.path.join(self.dir.name, "matrix.md")).read()
+        self.assertIn("could not be queued ahead of the GPU, so host time is in them (1): "
+                      "mla_decode/trace/1/v (flashinfer_kernel).", md)
+
     def test_without_model_is_a_hook(self):
         doc = R.build(self.dir.name)
         self.assertIsNone(doc["targets"]["mi350x"]["model"])
