@@ -59,8 +59,13 @@ constexpr int32_t kWorkerAborted = -1;
 constexpr int32_t kWorkerTimedOut = -2;
 
 /// Clock cycles between status publications / abort-flag reads while a wait
-/// lasts (~35 us at 1.9 GHz): each one is a PCIe round trip.
-constexpr long long kCheckCycles = 1 << 16;
+/// lasts (~2 ms at 1.98 GHz). Each one is a PCIe round trip, and they are
+/// not free for the blocks that work: at 2^16 cycles (~33 us), 68 blocks
+/// waiting out phase 0 of an MLA decode (batch 1, 8192 tokens, 128 heads)
+/// made about 30 of the 64 working blocks 5-40x slower on the H200 (6.2 ms
+/// instead of 0.15 ms, and a different 30 from run to run); from 2^20 up,
+/// no block was slowed. Abort and timeout are noticed this much later.
+constexpr long long kCheckCycles = 1 << 22;
 /// Polls without sleeping before the backoff starts, and the sleep cap (ns).
 /// The cap bounds the latency a satisfied wait adds to the critical path.
 constexpr int kSpinPolls = 4;
