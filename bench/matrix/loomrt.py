@@ -85,6 +85,7 @@ class Runtime:
             "loomrt_program_workspace_bytes": (S, [P, ctypes.POINTER(ctypes.c_int64)]),
             "loomrt_program_bind_by_name": (S, [P, ctypes.c_char_p, P, ctypes.POINTER(ctypes.c_int64), ctypes.c_int32]),
             "loomrt_program_set_watchdog_ms": (S, [P, ctypes.c_uint32]),
+            "loomrt_program_set_queued_launch": (S, [P, ctypes.c_int32]),
             "loomrt_launch": (S, [P]),
             "loomrt_synchronize": (S, [P]),
             "loomrt_program_last_launch_ns": (S, [P, ctypes.POINTER(ctypes.c_uint64)]),
@@ -177,6 +178,12 @@ class Program:
         self.rt.check(f"loomrt_program_bind_by_name({self.name}, {name!r}, dims={dims})",
                       self.rt.lib.loomrt_program_bind_by_name(self.handle, name.encode(),
                                                               ctypes.c_void_p(ptr), arr, rank))
+
+    def set_queued_launch(self, queued: bool) -> None:
+        """Queue each launch behind a gate opened once all of it is queued:
+        last_launch_ns() then leaves the host's submission out (loomrt.h)."""
+        self.rt.check(f"loomrt_program_set_queued_launch({self.name}, {int(queued)})",
+                      self.rt.lib.loomrt_program_set_queued_launch(self.handle, int(queued)))
 
     def launch(self) -> None:
         self.rt.check(f"loomrt_launch({self.name})", self.rt.lib.loomrt_launch(self.handle))

@@ -17,6 +17,7 @@
 #include "runtime/src/Error.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace loom {
@@ -83,6 +84,8 @@ constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
 
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+/// cuStreamWaitValue32: wait until (int32_t)(*addr - value) >= 0.
+constexpr unsigned CU_STREAM_WAIT_VALUE_GEQ = 0x0;
 
 /// Dynamic shared memory a kernel gets without opting in.
 constexpr int kDefaultDynamicSmemLimit = 48 * 1024;
@@ -140,6 +143,8 @@ constexpr int kDefaultDynamicSmemLimit = 48 * 1024;
   X(cuStreamCreate, true, (CUstream *, unsigned), "cuStreamCreate")            \
   X(cuStreamDestroy, true, (CUstream), "cuStreamDestroy_v2")                   \
   X(cuStreamQuery, true, (CUstream), "cuStreamQuery")                          \
+  X(cuStreamWaitValue32, false, (CUstream, CUdeviceptr, uint32_t, unsigned),   \
+    "cuStreamWaitValue32_v2", "cuStreamWaitValue32")                           \
   X(cuStreamSynchronize, true, (CUstream), "cuStreamSynchronize")              \
   X(cuEventCreate, true, (CUevent *, unsigned), "cuEventCreate")               \
   X(cuEventDestroy, true, (CUevent), "cuEventDestroy_v2")                      \

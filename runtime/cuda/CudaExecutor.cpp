@@ -177,11 +177,13 @@ Status CudaExecutor::allocate() {
   }
 
   // One pinned block the device reaches through the mapping: status records,
-  // then the abort flag on its own cache line, then the bindings' staging.
+  // then the abort flag and the launch gate on cache lines of their own, then
+  // the bindings' staging.
   const size_t statusBytes =
       static_cast<size_t>(numWorkers_) * sizeof(LoomWorkerStatus);
   abortOffset_ = roundUp(statusBytes, 128);
-  const size_t stagingOffset = abortOffset_ + 128;
+  gateOffset_ = abortOffset_ + 128;
+  const size_t stagingOffset = gateOffset_ + 128;
   const size_t hostBytes =
       stagingOffset +
       std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
@@ -205,6 +207,7 @@ Status CudaExecutor::allocate() {
   std::memset(bytes, 0, hostBytes);
   status_ = reinterpret_cast<volatile LoomWorkerStatus *>(bytes);
   abort_ = reinterpret_cast<volatile int32_t *>(bytes + abortOffset_);
+  gate_ = reinterpret_cast<volatile uint32_t *>(bytes + gateOffset_);
   staging_ = reinterpret_cast<LoomBinding *>(bytes + stagingOffset);
   resetWorkerStatus(status_, numWorkers_);
 
@@ -270,6 +273,31 @@ std::string CudaExecutor::unknownPointer(const void *ptr) const {
   return std::string();
 }
 
+Status CudaExecutor::prepareQueuedLaunch() {
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  const CudaDriver &d = ctx_->driver();
+  const std::string who = "program " + quoted(table_->name()) + " on " +
+                          ctx_->description() + " cannot queue its launches";
+  if (!d.cuStreamWaitValue32)
+    return makeError(LOOMRT_ERROR_UNSUPPORTED, who, ": the driver ",
+                     quoted(d.path), " has no cuStreamWaitValue32");
+  if (inFlight_)
+    return makeError(LOOMRT_ERROR_INTERNAL, who,
+                     ": asked while its kernel is still running");
+  // A wait the gate already satisfies: the driver refuses stream memory
+  // operations here, not in the middle of a launch.
+  CUresult r = d.cuStreamWaitValue32(stream_, hostDevice_ + gateOffset_,
+                                     gatesOpened_, CU_STREAM_WAIT_VALUE_GEQ);
+  if (r == CUDA_SUCCESS)
+    r = d.cuStreamSynchronize(stream_);
+  if (r != CUDA_SUCCESS)
+    return makeError(LOOMRT_ERROR_UNSUPPORTED, who,
+                     ": cuStreamWaitValue32 on mapped host memory failed: ",
+                     cudaErrorText(d, r));
+  return Status();
+}
+
 Status CudaExecutor::launch(const LaunchParams &params) {
   if (inFlight_ || wedged_)
     return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
@@ -321,12 +349,29 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   args.profile = reinterpret_cast<LoomTaskTiming *>(profile_);
   void *kernelParams[] = {&args};
 
+  // Queued: the start event is reached only when the gate opens, after the
+  // kernel and the end event are in the queue, so the host's submission is
+  // not timed.
+  if (params.queued)
+    if (CUresult r =
+            d.cuStreamWaitValue32(stream_, hostDevice_ + gateOffset_,
+                                  gatesOpened_ + 1, CU_STREAM_WAIT_VALUE_GEQ);
+        r != CUDA_SUCCESS)
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(),
+                        ": cannot queue it behind its gate");
   CUresult r = d.cuEventRecord(start_, stream_);
   if (r == CUDA_SUCCESS)
     r = d.cuLaunchCooperativeKernel(
         function_, static_cast<unsigned>(numWorkers_), 1, 1,
         static_cast<unsigned>(p.threads_per_block), 1, 1,
         static_cast<unsigned>(p.dynamic_smem_bytes), stream_, kernelParams);
+  // Without the end event only this launch's time is lost; the launch
+  // itself runs and must still be synchronized.
+  timed_ = r == CUDA_SUCCESS && d.cuEventRecord(end_, stream_) == CUDA_SUCCESS;
+  // Opened whatever happened above: a gate left shut would hold the stream,
+  // and everything later queued on it, forever.
+  if (params.queued)
+    __atomic_store_n(gate_, ++gatesOpened_, __ATOMIC_SEQ_CST);
   if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
     return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(), ": ", numWorkers_,
                       " blocks of ", p.threads_per_block,
@@ -337,9 +382,6 @@ Status CudaExecutor::launch(const LaunchParams &params) {
                       numWorkers_, " blocks x ", p.threads_per_block,
                       " threads, ", p.dynamic_smem_bytes,
                       " bytes of dynamic shared memory)");
-  // Without the end event only this launch's time is lost; the launch
-  // itself runs and must still be synchronized.
-  timed_ = d.cuEventRecord(end_, stream_) == CUDA_SUCCESS;
   inFlight_ = true;
   return Status();
 }

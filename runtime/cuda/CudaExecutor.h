@@ -44,6 +44,9 @@ public:
   /// running with everything it uses (freeing would block forever).
   ~CudaExecutor() override;
 
+  /// Needs cuStreamWaitValue32 on mapped host memory: checked once by
+  /// queueing a wait that is already satisfied.
+  Status prepareQueuedLaunch() override;
   Status launch(const LaunchParams &params) override;
   Status synchronize() override;
   bool inFlight() const override { return inFlight_; }
@@ -96,13 +99,18 @@ private:
   // Profiled artifacts: num_tasks + num_workers LoomTaskTiming records the
   // kernel rewrites every launch; 0 otherwise.
   CUdeviceptr profile_ = 0;
-  // Pinned, mapped: status records | abort flag | staging for the bindings.
+  // Pinned, mapped: status records | abort flag | launch gate | staging for
+  // the bindings.
   void *host_ = nullptr;
   CUdeviceptr hostDevice_ = 0;
   volatile LoomWorkerStatus *status_ = nullptr;
   volatile int32_t *abort_ = nullptr;
   LoomBinding *staging_ = nullptr;
   size_t abortOffset_ = 0;
+  // Queued launches wait for *gate_ >= their number; launch() opens it.
+  volatile uint32_t *gate_ = nullptr;
+  size_t gateOffset_ = 0;
+  uint32_t gatesOpened_ = 0;
 
   // Each binding must be device-usable memory and, when loomrt_malloc made
   // it, fit its allocation; bindings that passed skip the driver queries.

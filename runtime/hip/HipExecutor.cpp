@@ -170,14 +170,15 @@ Status HipExecutor::allocate() {
   }
 
   // One pinned block the device reaches through the mapping: status records,
-  // then the abort flag on its own cache line, then the bindings' staging,
-  // then where reports copy the event counters to. Coherent (fine-grained):
-  // both sides see the other's writes while the kernel runs, which is the
-  // whole point.
+  // then the abort flag and the launch gate on cache lines of their own, then
+  // the bindings' staging, then where reports copy the event counters to.
+  // Coherent (fine-grained): both sides see the other's writes while the kernel
+  // runs, which is the whole point.
   const size_t statusBytes =
       static_cast<size_t>(numWorkers_) * sizeof(LoomWorkerStatus);
   abortOffset_ = roundUp(statusBytes, 128);
-  const size_t stagingOffset = abortOffset_ + 128;
+  gateOffset_ = abortOffset_ + 128;
+  const size_t stagingOffset = gateOffset_ + 128;
   const size_t countsOffset =
       roundUp(stagingOffset + std::max<size_t>(1, table_->numBuffers()) *
                                   sizeof(LoomBinding),
@@ -203,6 +204,7 @@ Status HipExecutor::allocate() {
   std::memset(host_, 0, hostBytes);
   status_ = reinterpret_cast<volatile LoomWorkerStatus *>(host_);
   abort_ = reinterpret_cast<volatile int32_t *>(offsetPtr(host_, abortOffset_));
+  gate_ = reinterpret_cast<volatile uint32_t *>(offsetPtr(host_, gateOffset_));
   staging_ = reinterpret_cast<LoomBinding *>(offsetPtr(host_, stagingOffset));
   countsHost_ = reinterpret_cast<uint64_t *>(offsetPtr(host_, countsOffset));
   resetWorkerStatus(status_, numWorkers_);
@@ -253,6 +255,32 @@ HipExecutor::~HipExecutor() {
     return;
   }
   release();
+}
+
+Status HipExecutor::prepareQueuedLaunch() {
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  const HipRuntime &rt = ctx_->runtime();
+  const std::string who = "program " + quoted(table_->name()) + " on " +
+                          ctx_->description() + " cannot queue its launches";
+  if (!rt.hipStreamWaitValue32)
+    return makeError(LOOMRT_ERROR_UNSUPPORTED, who, ": the HIP runtime ",
+                     quoted(rt.path), " has no hipStreamWaitValue32");
+  if (inFlight_)
+    return makeError(LOOMRT_ERROR_INTERNAL, who,
+                     ": asked while its kernel is still running");
+  // A wait the gate already satisfies: the runtime refuses stream memory
+  // operations here, not in the middle of a launch.
+  hipError_t r =
+      rt.hipStreamWaitValue32(stream_, offsetPtr(hostDevice_, gateOffset_),
+                              gatesOpened_, hipStreamWaitValueGte, ~0u);
+  if (r == hipSuccess)
+    r = rt.hipStreamSynchronize(stream_);
+  if (r != hipSuccess)
+    return makeError(LOOMRT_ERROR_UNSUPPORTED, who,
+                     ": hipStreamWaitValue32 on mapped host memory failed: ",
+                     hipErrorText(rt, r));
+  return Status();
 }
 
 Status HipExecutor::launch(const LaunchParams &params) {
@@ -306,12 +334,29 @@ Status HipExecutor::launch(const LaunchParams &params) {
   args.timeout_cycles = timeoutCycles_;
   void *kernelParams[] = {&args};
 
+  // Queued: the start event is reached only when the gate opens, after the
+  // kernel and the end event are in the queue, so the host's submission is
+  // not timed.
+  if (params.queued)
+    if (hipError_t r = rt.hipStreamWaitValue32(
+            stream_, offsetPtr(hostDevice_, gateOffset_), gatesOpened_ + 1,
+            hipStreamWaitValueGte, ~0u);
+        r != hipSuccess)
+      return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(),
+                        ": cannot queue it behind its gate");
   hipError_t r = rt.hipEventRecord(start_, stream_);
   if (r == hipSuccess)
     r = rt.hipModuleLaunchCooperativeKernel(
         function_, static_cast<unsigned>(numWorkers_), 1, 1,
         static_cast<unsigned>(p.threads_per_block), 1, 1,
         static_cast<unsigned>(p.dynamic_smem_bytes), stream_, kernelParams);
+  // Without the end event only this launch's time is lost; the launch
+  // itself runs and must still be synchronized.
+  timed_ = r == hipSuccess && rt.hipEventRecord(end_, stream_) == hipSuccess;
+  // Opened whatever happened above: a gate left shut would hold the stream,
+  // and everything later queued on it, forever.
+  if (params.queued)
+    __atomic_store_n(gate_, ++gatesOpened_, __ATOMIC_SEQ_CST);
   if (r == hipErrorCooperativeLaunchTooLarge)
     return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(), ": ", numWorkers_,
                       " blocks of ", p.threads_per_block,
@@ -322,9 +367,6 @@ Status HipExecutor::launch(const LaunchParams &params) {
                       numWorkers_, " blocks x ", p.threads_per_block,
                       " threads, ", p.dynamic_smem_bytes,
                       " bytes of dynamic shared memory)");
-  // Without the end event only this launch's time is lost; the launch
-  // itself runs and must still be synchronized.
-  timed_ = rt.hipEventRecord(end_, stream_) == hipSuccess;
   inFlight_ = true;
   return Status();
 }

@@ -46,6 +46,9 @@ public:
   /// running with everything it uses (freeing would block forever).
   ~HipExecutor() override;
 
+  /// Needs hipStreamWaitValue32 on mapped host memory: checked once by
+  /// queueing a wait that is already satisfied.
+  Status prepareQueuedLaunch() override;
   Status launch(const LaunchParams &params) override;
   Status synchronize() override;
   bool inFlight() const override { return inFlight_; }
@@ -87,8 +90,8 @@ private:
   void *events_ = nullptr;
   void *bindings_ = nullptr;
   void *workspace_ = nullptr;
-  // Pinned, mapped, coherent: status records | abort flag | staging for the
-  // bindings | a copy of the counters for reports.
+  // Pinned, mapped, coherent: status records | abort flag | launch gate |
+  // staging for the bindings | a copy of the counters for reports.
   void *host_ = nullptr;
   void *hostDevice_ = nullptr;
   volatile LoomWorkerStatus *status_ = nullptr;
@@ -96,6 +99,10 @@ private:
   LoomBinding *staging_ = nullptr;
   uint64_t *countsHost_ = nullptr; // where readCounts copies the counters
   size_t abortOffset_ = 0;
+  // Queued launches wait for *gate_ >= their number; launch() opens it.
+  volatile uint32_t *gate_ = nullptr;
+  size_t gateOffset_ = 0;
+  uint32_t gatesOpened_ = 0;
   DeviceBindingChecker bindingChecker_;
 
   bool inFlight_ = false;

@@ -29,6 +29,7 @@
 #include "runtime/src/Error.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -233,6 +234,8 @@ constexpr unsigned hipHostMallocCoherent = 0x40000000;
 
 constexpr unsigned hipStreamNonBlocking = 0x1;
 constexpr unsigned hipEventDefault = 0x0;
+/// hipStreamWaitValue32: wait until (*ptr & mask) >= value.
+constexpr unsigned hipStreamWaitValueGte = 0x0;
 
 //--- The symbol table ------------------------------------------------------//
 // X(member, required, return type, signature, library names in order of
@@ -280,6 +283,9 @@ constexpr unsigned hipEventDefault = 0x0;
     "hipStreamCreateWithFlags")                                                \
   X(hipStreamDestroy, true, hipError_t, (hipStream_t), "hipStreamDestroy")     \
   X(hipStreamQuery, true, hipError_t, (hipStream_t), "hipStreamQuery")         \
+  X(hipStreamWaitValue32, false, hipError_t,                                   \
+    (hipStream_t, void *, uint32_t, unsigned, uint32_t),                       \
+    "hipStreamWaitValue32")                                                    \
   X(hipStreamSynchronize, true, hipError_t, (hipStream_t),                     \
     "hipStreamSynchronize")                                                    \
   X(hipEventCreateWithFlags, true, hipError_t, (hipEvent_t *, unsigned),       \

@@ -125,6 +125,14 @@ Executor::~Executor() {
   stopWorkers();
 }
 
+Status Executor::prepareQueuedLaunch() {
+  return makeError(LOOMRT_ERROR_UNSUPPORTED, "program ",
+                   quoted(state_->table->name()),
+                   ": the host device cannot queue launches (there is no "
+                   "device queue: its workers start when the launch wakes "
+                   "them)");
+}
+
 Status Executor::launch(const LaunchParams &params) {
   LaunchState &s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);

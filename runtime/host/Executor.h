@@ -35,6 +35,9 @@ public:
   /// inside a task body is abandoned, not waited for.
   ~Executor() override;
 
+  /// Unsupported: there is no queue; the workers start when launch() wakes
+  /// them.
+  Status prepareQueuedLaunch() override;
   Status launch(const LaunchParams &params) override;
   Status synchronize() override;
   bool inFlight() const override;

@@ -347,6 +347,24 @@ loomrt_status loomrt_program_watchdog_ms(const loomrt_program *program,
   });
 }
 
+loomrt_status loomrt_program_set_queued_launch(loomrt_program *program,
+                                               int32_t queued) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(program);
+    return program->impl->setQueuedLaunch(queued != 0);
+  });
+}
+
+loomrt_status loomrt_program_queued_launch(const loomrt_program *program,
+                                           int32_t *queued) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE(queued);
+    *queued = program->impl->queuedLaunch() ? 1 : 0;
+    return Status();
+  });
+}
+
 loomrt_status loomrt_launch(loomrt_program *program) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
     LOOMRT_REQUIRE(program);

@@ -36,6 +36,10 @@ struct LaunchParams {
   const LoomBinding *bindings = nullptr; // one per buffer, in buffer order
   uint64_t epoch = 0;                    // 1 for the first launch
   uint32_t watchdogMs = LOOMRT_DEFAULT_WATCHDOG_MS;
+  // Queue the launch behind a gate opened once all of it is queued
+  // (loomrt_program_set_queued_launch); only after prepareQueuedLaunch()
+  // succeeded.
+  bool queued = false;
 };
 
 class Executable {
@@ -51,6 +55,11 @@ public:
   virtual Status synchronize() = 0;
 
   virtual bool inFlight() const = 0;
+
+  /// Whether launches can be queued behind a gate (LaunchParams::queued),
+  /// with whatever that needs set up. LOOMRT_ERROR_UNSUPPORTED, saying why,
+  /// where they cannot.
+  virtual Status prepareQueuedLaunch() = 0;
 
   /// Wall time of the last completed launch, in nanoseconds.
   virtual uint64_t lastLaunchNs() const = 0;

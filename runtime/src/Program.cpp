@@ -113,6 +113,20 @@ Status Program::setWatchdogMs(uint32_t ms) {
   return Status();
 }
 
+Status Program::setQueuedLaunch(bool queued) {
+  if (queued && !queued_) {
+    // The executable's check queues work on the launch's stream: the launch
+    // in flight ends first, under the watchdog.
+    if (executable_->inFlight())
+      if (Status s = synchronize(); !s.ok())
+        return s;
+    if (Status s = executable_->prepareQueuedLaunch(); !s.ok())
+      return s;
+  }
+  queued_ = queued;
+  return Status();
+}
+
 Status Program::launch() {
   if (executable_->inFlight())
     if (Status s = synchronize(); !s.ok())
@@ -135,6 +149,7 @@ Status Program::launch() {
   params.bindings = bindings_.data();
   params.epoch = epoch_ + 1;
   params.watchdogMs = watchdogMs_;
+  params.queued = queued_;
   if (Status s = executable_->launch(params); !s.ok())
     return s;
   epoch_ = params.epoch;

@@ -41,6 +41,12 @@ public:
   Status setWatchdogMs(uint32_t ms);
   uint32_t watchdogMs() const { return watchdogMs_; }
 
+  /// loomrt_program_set_queued_launch: turning it on waits for the launch
+  /// in flight, then asks the executable whether it can
+  /// (Executable::prepareQueuedLaunch).
+  Status setQueuedLaunch(bool queued);
+  bool queuedLaunch() const { return queued_; }
+
   Status launch();
   Status synchronize();
 
@@ -64,6 +70,7 @@ private:
   std::vector<LoomBinding> bindings_;
   std::vector<bool> bound_;
   uint32_t watchdogMs_;
+  bool queued_ = false;
   uint64_t epoch_ = 0;
   uint64_t completedLaunches_ = 0;
   // Set by the first failed launch; later launches repeat it.

@@ -456,12 +456,32 @@ TEST(CheckRun, BenchTimesBackToBackLaunchesAndRotatesInputs) {
   EXPECT_GE(r.benchWall.median, r.benchDevice.min);
   EXPECT_NE(r.text.find("rotated over 3 copies"), std::string::npos);
   EXPECT_NE(r.resultJson.find("\"rotate\":3"), std::string::npos);
+  EXPECT_NE(r.resultJson.find("\"timing\":\"issued\""), std::string::npos);
   // Timing does not hide a broken program: one that clobbers an input
   // still fails with --bench and --rotate.
   options.rotate = 2;
   RunReport clobber =
       runAndCheck(smallMlaSpec(), LOOM_CHECK_PROG_CLOBBER, options);
   EXPECT_FALSE(find(clobber, "read-only buffers kept")->ok);
+}
+
+// The host backend has no device queue: --timing=queued is refused at setup
+// with the runtime's reason, not ignored.
+TEST(CheckRun, QueuedTimingNeedsADeviceQueue) {
+  RunOptions options;
+  options.launches = 1;
+  options.kvLens = {0, 1, 5};
+  options.queued = true;
+  try {
+    (void)runAndCheck(smallMlaSpec(), LOOM_CHECK_PROG_GOOD, options);
+    ADD_FAILURE() << "a queued host run was not refused";
+  } catch (const std::runtime_error &e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--timing=queued: "), std::string::npos) << what;
+    EXPECT_NE(what.find("the host device cannot queue launches"),
+              std::string::npos)
+        << what;
+  }
 }
 
 TEST(CheckRun, TraceIsWrittenForHostPrograms) {

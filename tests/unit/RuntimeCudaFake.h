@@ -45,6 +45,9 @@ typedef struct LoomFakeCudaConfig {
   int cooperative;
   int can_map_host;
   int max_smem_optin;
+  int stream_mem_ops; /* 0: cuStreamWaitValue32 returns NOT_SUPPORTED */
+  int launch_call_us; /* host time cuLaunchCooperativeKernel takes before
+                         the launch reaches the fake GPU */
 } LoomFakeCudaConfig;
 
 typedef struct LoomFakeCudaStats {
@@ -54,6 +57,7 @@ typedef struct LoomFakeCudaStats {
   unsigned last_smem;
   unsigned long long last_epoch;
   unsigned long long last_timeout_cycles;
+  int gated_launches; /* launches that started behind a stream wait */
   int max_dynamic_smem_attribute; /* last value set; 0 if never */
   long live_device_allocs;
   long live_host_allocs;
@@ -65,7 +69,7 @@ typedef struct LoomFakeCudaStats {
 } LoomFakeCudaStats;
 
 /* Exported by the fake driver. configure() also resets the stats' counts of
- * launches and calls_without_context. */
+ * launches, gated_launches and calls_without_context. */
 typedef void (*LoomFakeCudaConfigureFn)(const LoomFakeCudaConfig *config);
 typedef void (*LoomFakeCudaStatsFn)(LoomFakeCudaStats *stats);
 #define LOOM_FAKE_CUDA_CONFIGURE "loom_fake_cuda_configure"

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kernels/common/DeviceAbi.h"
+#include "tests/unit/FakeStreamGate.h"
 #include "tests/unit/RuntimeCudaFake.h"
 
 #include <atomic>
@@ -45,11 +46,13 @@ struct Launch {
 
 struct Stream {
   std::shared_ptr<Launch> current;
+  std::shared_ptr<loom::fake::StreamGate> gate; // waiting for the next launch
 };
 
 struct Event {
   bool recorded = false;
   std::shared_ptr<Launch> after; // completes when this launch ends
+  std::shared_ptr<loom::fake::StreamGate> gate; // or when this gate opens
   Clock::time_point at;
 };
 
@@ -64,7 +67,7 @@ struct Module {
 
 struct State {
   std::mutex mu;
-  LoomFakeCudaConfig config{0, 1, 4, 9, 0, 2, 1, 1, 232448};
+  LoomFakeCudaConfig config{0, 1, 4, 9, 0, 2, 1, 1, 232448, 1, 0};
   LoomFakeCudaStats stats{};
   std::map<CUdeviceptr, size_t> device; // allocations
   std::map<CUdeviceptr, size_t> host;   // pinned allocations
@@ -263,6 +266,9 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
 }
 
 CUresult streamState(Stream *s) {
+  // A gate no launch took still holds the stream until it opens.
+  if (s->gate && !s->gate->satisfied())
+    return kNotReady;
   if (!s->current)
     return kSuccess;
   if (s->current->remaining.load() > 0)
@@ -282,6 +288,12 @@ CUresult elapsed(float *ms, Event *start, Event *end) {
   Clock::time_point t[2];
   Event *events[2] = {start, end};
   for (int i = 0; i < 2; ++i) {
+    if (events[i]->gate) {
+      if (!events[i]->gate->open.load())
+        return kNotReady;
+      t[i] = events[i]->gate->opened;
+      continue;
+    }
     if (!events[i]->after) {
       t[i] = events[i]->at;
       continue;
@@ -307,6 +319,7 @@ loom_fake_cuda_configure(const LoomFakeCudaConfig *config) {
   std::lock_guard<std::mutex> lock(state().mu);
   state().config = *config;
   state().stats.launches = 0;
+  state().stats.gated_launches = 0;
   state().stats.calls_without_context = 0;
   state().stats.max_dynamic_smem_attribute = 0;
   state().sticky = false;
@@ -678,14 +691,23 @@ CUresult cuLaunchCooperativeKernel(Function *f, unsigned gx, unsigned gy,
     s.last_epoch = args.epoch;
     s.last_timeout_cycles = args.timeout_cycles;
   }
+  // The host's part of the call, before the GPU has the launch.
+  if (c.launch_call_us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(c.launch_call_us));
   auto launch = std::make_shared<Launch>();
   launch->remaining = static_cast<int>(gx);
-  launch->start = Clock::now();
   stream->current = launch;
-  for (unsigned w = 0; w < gx; ++w)
-    std::thread(runWorker, launch, args, program, static_cast<int32_t>(w),
-                static_cast<int32_t>(gx))
-        .detach();
+  loom::fake::startBehind(std::move(stream->gate), [=](bool gated) {
+    if (gated) {
+      std::lock_guard<std::mutex> lock(state().mu);
+      ++state().stats.gated_launches;
+    }
+    launch->start = Clock::now();
+    for (unsigned w = 0; w < gx; ++w)
+      std::thread(runWorker, launch, args, program, static_cast<int32_t>(w),
+                  static_cast<int32_t>(gx))
+          .detach();
+  });
   return kSuccess;
 }
 #endif
@@ -743,12 +765,32 @@ CUresult cuEventDestroy_v2(Event *event) {
   return kSuccess;
 }
 
+CUresult cuStreamWaitValue32_v2(Stream *stream, CUdeviceptr addr,
+                                uint32_t value, unsigned flags) {
+  if (noContext())
+    return kInvalidContext;
+  if (!state().config.stream_mem_ops)
+    return kNotSupported;
+  if (flags != 0 || addr % 4 != 0 || !isDevice(addr, 4))
+    return kInvalidValue;
+  // A wait already satisfied is nothing to wait for.
+  if (auto gate = loom::fake::makeStreamGate(
+          reinterpret_cast<const uint32_t *>(addr), value, /*wraps=*/true))
+    stream->gate = gate;
+  return kSuccess;
+}
+
 CUresult cuEventRecord(Event *event, Stream *stream) {
   if (noContext())
     return kInvalidContext;
   event->recorded = true;
   event->after = nullptr;
+  event->gate = nullptr;
   event->at = Clock::now();
+  if (stream->gate) {
+    event->gate = stream->gate;
+    return kSuccess;
+  }
   if (stream->current && stream->current->remaining.load() > 0)
     event->after = stream->current;
   return kSuccess;

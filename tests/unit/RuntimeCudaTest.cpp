@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -533,7 +534,7 @@ protected:
 
   static LoomFakeCudaConfig defaults() {
     // One 4-SM device of compute capability 9.0, two blocks per SM.
-    return LoomFakeCudaConfig{0, 1, 4, 9, 0, 2, 1, 1, 232448};
+    return LoomFakeCudaConfig{0, 1, 4, 9, 0, 2, 1, 1, 232448, 1, 0};
   }
   void configure(const LoomFakeCudaConfig &config) { configure_(&config); }
   LoomFakeCudaStats stats() const {
@@ -673,6 +674,18 @@ TEST_F(FakeCuda, Memory) {
 }
 
 /// Allocates and binds x (i64[7]), poisoned.
+/// Destroys `program` on another thread; false if that has not returned
+/// within `limit` (the thread is then left where it hangs).
+bool destroyWithin(loomrt_program *program, std::chrono::seconds limit) {
+  auto done = std::make_shared<std::promise<loomrt_status>>();
+  std::future<loomrt_status> result = done->get_future();
+  std::thread([done, program] {
+    done->set_value(loomrt_program_destroy(program));
+  }).detach();
+  return result.wait_for(limit) == std::future_status::ready &&
+         result.get() == LOOMRT_SUCCESS;
+}
+
 struct Chain {
   Chain(loomrt_device *dev, loomrt_program *program) : device(dev) {
     EXPECT_EQ(loomrt_malloc(device, 7 * sizeof(int64_t), &x), LOOMRT_SUCCESS);
@@ -734,6 +747,94 @@ TEST_F(FakeCuda, RunsAChainOverSeveralLaunches) {
     EXPECT_EQ(program.workspaceBytes(), 1024);
   }
   expectNoLeaks();
+}
+
+// The fake's cuLaunchCooperativeKernel spends 50 ms on the host before its
+// launch reaches the "GPU". Unqueued, the start event is reached first and
+// those 50 ms are timed; queued, the launch waits behind the gate and only
+// the kernel is (its 3 workers take well under 50 ms).
+TEST_F(FakeCuda, QueuedLaunchTimesTheDeviceAlone) {
+  constexpr uint64_t kSubmitNs = 50'000'000;
+  LoomFakeCudaConfig slowSubmit = defaults();
+  slowSubmit.launch_call_us = static_cast<int>(kSubmitNs / 1000);
+  configure(slowSubmit);
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt_program *raw = nullptr;
+    ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    loomrt::Program program(raw);
+    Chain chain(device.get(), raw);
+    EXPECT_FALSE(program.queuedLaunch());
+    program.launch();
+    program.setQueuedLaunch(true); // waits for that launch first
+    EXPECT_TRUE(program.queuedLaunch());
+    EXPECT_GE(program.lastLaunchNs(), kSubmitNs);
+    EXPECT_EQ(chain.read()[6], 107);
+    EXPECT_EQ(stats().gated_launches, 0);
+
+    for (uint64_t epoch = 2; epoch <= 3; ++epoch) {
+      program.run();
+      EXPECT_LT(program.lastLaunchNs(), kSubmitNs) << "launch " << epoch;
+      EXPECT_EQ(chain.read()[6], 100 * static_cast<int64_t>(epoch) + 7);
+    }
+    EXPECT_EQ(stats().gated_launches, 2);
+
+    program.setQueuedLaunch(false);
+    program.run();
+    EXPECT_GE(program.lastLaunchNs(), kSubmitNs);
+    EXPECT_EQ(chain.read()[6], 407);
+    EXPECT_EQ(stats().gated_launches, 2);
+  }
+  expectNoLeaks();
+}
+
+// A queued launch the driver refuses still opens its gate: destroying the
+// program waits for its stream, which a shut gate would hold forever.
+TEST_F(FakeCuda, RefusedQueuedLaunchLeavesNoGateShut) {
+  {
+    loomrt::Device device("cuda", 0);
+    loomrt_program *raw = nullptr;
+    ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    {
+      Chain chain(device.get(), raw);
+      ASSERT_EQ(loomrt_program_set_queued_launch(raw, 1), LOOMRT_SUCCESS)
+          << loomrt_last_error();
+      LoomFakeCudaConfig fewer = defaults();
+      fewer.sm_count = 1; // 2 blocks fit now, the program has 3 workers
+      configure(fewer);
+      EXPECT_ERROR_HAS(loomrt_launch(raw), LOOMRT_ERROR_RESOURCES,
+                       "do not fit at once now");
+      configure(defaults());
+    }
+    EXPECT_TRUE(destroyWithin(raw, std::chrono::seconds(5)))
+        << "the program's stream did not drain: a gate left shut";
+    EXPECT_EQ(stats().gated_launches, 0);
+  }
+  expectNoLeaks();
+}
+
+TEST_F(FakeCuda, QueuedLaunchNeedsStreamMemoryOperations) {
+  LoomFakeCudaConfig noMemOps = defaults();
+  noMemOps.stream_mem_ops = 0;
+  configure(noMemOps);
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  loomrt::Program program(raw);
+  EXPECT_ERROR(loomrt_program_set_queued_launch(raw, 1),
+               LOOMRT_ERROR_UNSUPPORTED,
+               "program 'chain' on " + device0_ +
+                   " cannot queue its launches: cuStreamWaitValue32 on "
+                   "mapped host memory failed: CUDA_ERROR_NOT_SUPPORTED "
+                   "(fake driver error)");
+  int32_t queued = -1;
+  ASSERT_EQ(loomrt_program_queued_launch(raw, &queued), LOOMRT_SUCCESS);
+  EXPECT_EQ(queued, 0);
+  // Turning it off needs nothing.
+  EXPECT_EQ(loomrt_program_set_queued_launch(raw, 0), LOOMRT_SUCCESS);
 }
 
 TEST_F(FakeCuda, ProfiledArtifactRecordsEveryTask) {

@@ -66,6 +66,9 @@ typedef struct LoomFakeHipConfig {
   int props_broken; /* props disagree with the attributes */
   int shared_queue; /* other streams' work waits while a kernel runs */
   int clock_khz;    /* clock64 rate it reports; 0: 1 GHz, its real rate */
+  int stream_mem_ops; /* 0: hipStreamWaitValue32 returns NOT_SUPPORTED */
+  int launch_call_us; /* host time hipModuleLaunchCooperativeKernel takes
+                         before the launch reaches the fake GPU */
 } LoomFakeHipConfig;
 
 typedef struct LoomFakeHipStats {
@@ -76,6 +79,7 @@ typedef struct LoomFakeHipStats {
   unsigned long long last_epoch;
   unsigned long long last_timeout_cycles;
   unsigned last_host_flags;
+  int gated_launches; /* launches that started behind a stream wait */
   long live_device_allocs;
   long live_host_allocs;
   long live_modules;
@@ -94,6 +98,7 @@ typedef void (*LoomFakeHipStatsFn)(LoomFakeHipStats *stats);
 // The fake runtime and artifact
 //===----------------------------------------------------------------------===//
 #include "runtime/hip/HipRuntime.h"
+#include "tests/unit/FakeStreamGate.h"
 
 #include <atomic>
 #include <chrono>
@@ -129,11 +134,13 @@ struct Launch {
 
 struct Stream {
   std::shared_ptr<Launch> current;
+  std::shared_ptr<loom::fake::StreamGate> gate; // waiting for the next launch
 };
 
 struct Event {
   bool recorded = false;
   std::shared_ptr<Launch> after; // completes when this launch ends
+  std::shared_ptr<loom::fake::StreamGate> gate; // or when this gate opens
   Clock::time_point at;
 };
 
@@ -144,7 +151,7 @@ struct Module {
 struct State {
   std::mutex mu;
   LoomFakeHipConfig config{
-      0, 1, 4, "gfx950:sramecc+:xnack-", 2, 1, 1, 160 * 1024, 0, 0, 0};
+      0, 1, 4, "gfx950:sramecc+:xnack-", 2, 1, 1, 160 * 1024, 0, 0, 0, 1, 0};
   LoomFakeHipStats stats{};
   std::map<uintptr_t, size_t> device; // allocations
   std::map<uintptr_t, size_t> host;   // pinned allocations
@@ -324,6 +331,9 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
 }
 
 int streamState(Stream *s) {
+  // A gate no launch took still holds the stream until it opens.
+  if (s->gate && !s->gate->satisfied())
+    return kNotReady;
   // A stream without kernels (the runtime's memory stream) sharing the
   // kernel's hardware queue: its copies are done (the fake copies at once)
   // but do not say so before the kernel ends.
@@ -449,6 +459,7 @@ FAKE_API void loom_fake_hip_configure(const LoomFakeHipConfig *config) {
   std::lock_guard<std::mutex> lock(state().mu);
   state().config = *config;
   state().stats.launches = 0;
+  state().stats.gated_launches = 0;
   state().stats.calls_without_device = 0;
   state().sticky = false;
 }
@@ -829,13 +840,22 @@ FAKE_API int hipModuleLaunchCooperativeKernel(Module *f, unsigned gx,
     s.last_epoch = args.epoch;
     s.last_timeout_cycles = args.timeout_cycles;
   }
+  // The host's part of the call, before the GPU has the launch.
+  if (c.launch_call_us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(c.launch_call_us));
   auto launch = std::make_shared<Launch>();
   launch->remaining = static_cast<int>(gx);
   ++state().running;
   stream->current = launch;
-  for (unsigned w = 0; w < gx; ++w)
-    std::thread(runWorker, launch, args, program, static_cast<int32_t>(w))
-        .detach();
+  loom::fake::startBehind(std::move(stream->gate), [=](bool gated) {
+    if (gated) {
+      std::lock_guard<std::mutex> lock(state().mu);
+      ++state().stats.gated_launches;
+    }
+    for (unsigned w = 0; w < gx; ++w)
+      std::thread(runWorker, launch, args, program, static_cast<int32_t>(w))
+          .detach();
+  });
   return kSuccess;
 }
 
@@ -892,12 +912,33 @@ FAKE_API int hipEventDestroy(Event *event) {
   return kSuccess;
 }
 
+FAKE_API int hipStreamWaitValue32(Stream *stream, void *ptr, uint32_t value,
+                                  unsigned flags, uint32_t mask) {
+  if (noDevice())
+    return kInvalidDevice;
+  if (!state().config.stream_mem_ops)
+    return kNotSupported;
+  if (flags != 0 || mask != ~0u || reinterpret_cast<uintptr_t>(ptr) % 4 != 0 ||
+      !isDevice(ptr, 4))
+    return kInvalidValue;
+  // A wait already satisfied is nothing to wait for.
+  if (auto gate = loom::fake::makeStreamGate(static_cast<const uint32_t *>(ptr),
+                                             value, /*wraps=*/false))
+    stream->gate = gate;
+  return kSuccess;
+}
+
 FAKE_API int hipEventRecord(Event *event, Stream *stream) {
   if (noDevice())
     return kInvalidDevice;
   event->recorded = true;
   event->after = nullptr;
+  event->gate = nullptr;
   event->at = Clock::now();
+  if (stream->gate) {
+    event->gate = stream->gate;
+    return kSuccess;
+  }
   if (stream->current && stream->current->remaining.load() > 0)
     event->after = stream->current;
   return kSuccess;
@@ -911,6 +952,12 @@ FAKE_API int hipEventElapsedTime(float *ms, Event *start, Event *end) {
   Clock::time_point t[2];
   Event *events[2] = {start, end};
   for (int i = 0; i < 2; ++i) {
+    if (events[i]->gate) {
+      if (!events[i]->gate->open.load())
+        return kNotReady;
+      t[i] = events[i]->gate->opened;
+      continue;
+    }
     if (!events[i]->after) {
       t[i] = events[i]->at;
       continue;
@@ -942,6 +989,7 @@ FAKE_API int hipEventElapsedTime(float *ms, Event *start, Event *end) {
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -1321,6 +1369,8 @@ LoomFakeHipConfig defaultConfig() {
   c.props_broken = 0;
   c.shared_queue = 0;
   c.clock_khz = 0;
+  c.stream_mem_ops = 1;
+  c.launch_call_us = 0;
   return c;
 }
 
@@ -1686,6 +1736,90 @@ TEST_F(HipFake, RunsManyLaunchesWithoutResets) {
   s = stats();
   EXPECT_EQ(s.live_device_allocs, 0);
   EXPECT_EQ(s.live_streams, 0);
+}
+
+// The fake's hipModuleLaunchCooperativeKernel spends 50 ms on the host
+// before its launch reaches the "GPU". Unqueued, the start event is reached
+// first and those 50 ms are timed; queued, the launch waits behind the gate
+// and only the kernel is (its 3 workers take well under 50 ms).
+TEST_F(HipFake, QueuedLaunchTimesTheDeviceAlone) {
+  constexpr uint64_t kSubmitNs = 50'000'000;
+  LoomFakeHipConfig c = defaultConfig();
+  c.launch_call_us = static_cast<int>(kSubmitNs / 1000);
+  configure(c);
+  createDevice();
+  ASSERT_EQ(load("chain"), LOOMRT_SUCCESS) << loomrt_last_error();
+  void *x = bindX();
+  auto run = [&] {
+    EXPECT_EQ(loomrt_launch(program_), LOOMRT_SUCCESS) << loomrt_last_error();
+    EXPECT_EQ(loomrt_synchronize(program_), LOOMRT_SUCCESS)
+        << loomrt_last_error();
+    uint64_t ns = 0;
+    EXPECT_EQ(loomrt_program_last_launch_ns(program_, &ns), LOOMRT_SUCCESS);
+    return ns;
+  };
+  EXPECT_GE(run(), kSubmitNs);
+  ASSERT_EQ(loomrt_program_set_queued_launch(program_, 1), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  int32_t queued = 0;
+  EXPECT_EQ(loomrt_program_queued_launch(program_, &queued), LOOMRT_SUCCESS);
+  EXPECT_EQ(queued, 1);
+  for (int64_t epoch = 2; epoch <= 3; ++epoch) {
+    EXPECT_LT(run(), kSubmitNs) << "launch " << epoch;
+    EXPECT_EQ(readX(x)[6], 100 * epoch + 7);
+  }
+  EXPECT_EQ(stats().gated_launches, 2);
+  ASSERT_EQ(loomrt_program_set_queued_launch(program_, 0), LOOMRT_SUCCESS);
+  EXPECT_GE(run(), kSubmitNs);
+  EXPECT_EQ(stats().gated_launches, 2);
+}
+
+// A queued launch the runtime refuses still opens its gate: destroying the
+// program waits for its stream, which a shut gate would hold forever.
+TEST_F(HipFake, RefusedQueuedLaunchLeavesNoGateShut) {
+  createDevice();
+  ASSERT_EQ(load("chain"), LOOMRT_SUCCESS) << loomrt_last_error();
+  bindX();
+  ASSERT_EQ(loomrt_program_set_queued_launch(program_, 1), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  LoomFakeHipConfig fewer = defaultConfig();
+  fewer.cu_count = 1; // 2 blocks fit now, the program has 3 workers
+  configure(fewer);
+  EXPECT_EQ(loomrt_launch(program_), LOOMRT_ERROR_RESOURCES);
+  EXPECT_NE(std::string(loomrt_last_error()).find("do not fit at once now"),
+            std::string::npos)
+      << loomrt_last_error();
+  configure(defaultConfig());
+  // Destroyed on another thread, and within 5 s, or the stream is held.
+  auto done = std::make_shared<std::promise<loomrt_status>>();
+  std::future<loomrt_status> destroyed = done->get_future();
+  std::thread([done, program = program_] {
+    done->set_value(loomrt_program_destroy(program));
+  }).detach();
+  program_ = nullptr;
+  ASSERT_EQ(destroyed.wait_for(std::chrono::seconds(5)),
+            std::future_status::ready)
+      << "the program's stream did not drain: a gate left shut";
+  EXPECT_EQ(destroyed.get(), LOOMRT_SUCCESS);
+  EXPECT_EQ(stats().gated_launches, 0);
+}
+
+TEST_F(HipFake, QueuedLaunchNeedsStreamMemoryOperations) {
+  LoomFakeHipConfig c = defaultConfig();
+  c.stream_mem_ops = 0;
+  configure(c);
+  createDevice();
+  ASSERT_EQ(load("chain"), LOOMRT_SUCCESS) << loomrt_last_error();
+  EXPECT_ERROR(loomrt_program_set_queued_launch(program_, 1),
+               LOOMRT_ERROR_UNSUPPORTED,
+               std::string("program 'chain' on ") + kFakeDevice +
+                   " cannot queue its launches: hipStreamWaitValue32 on "
+                   "mapped host memory failed: hipErrorNotSupported "
+                   "(fake runtime error)");
+  int32_t queued = -1;
+  EXPECT_EQ(loomrt_program_queued_launch(program_, &queued), LOOMRT_SUCCESS);
+  EXPECT_EQ(queued, 0);
+  EXPECT_EQ(loomrt_program_set_queued_launch(program_, 0), LOOMRT_SUCCESS);
 }
 
 TEST_F(HipFake, LaunchFromAnotherThread) {

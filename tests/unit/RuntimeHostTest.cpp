@@ -476,6 +476,26 @@ TEST(RuntimeHost, BadWatchdogSettings) {
                "ms");
 }
 
+TEST(RuntimeHost, LaunchesCannotBeQueued) {
+  Table table = deadlockTable();
+  loomrt::Device device;
+  loomrt::Program program = device.fromDesc(table.desc());
+  EXPECT_FALSE(program.queuedLaunch());
+  EXPECT_ERROR(loomrt_program_set_queued_launch(program.get(), 1),
+               LOOMRT_ERROR_UNSUPPORTED,
+               "program 'deadlock': the host device cannot queue launches "
+               "(there is no device queue: its workers start when the launch "
+               "wakes them)");
+  EXPECT_FALSE(program.queuedLaunch());
+  program.setQueuedLaunch(false); // off is always possible
+  EXPECT_EQ(loomrt_program_set_queued_launch(nullptr, 1),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(loomrt_program_queued_launch(program.get(), nullptr),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(loomrt_status_name(LOOMRT_ERROR_UNSUPPORTED),
+               "LOOMRT_ERROR_UNSUPPORTED");
+}
+
 TEST(RuntimeHost, MissingTriggerIsRejectedAtLoad) {
   Table table;
   table.name = "missing";

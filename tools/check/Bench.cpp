@@ -195,6 +195,7 @@ std::string resultJson(const loom::spec::Spec &spec, const Session &session,
      << ",\"workers\":" << d.num_workers << ",\"tasks\":" << d.num_tasks
      << ",\"sizes\":" << jsonString(sizes) << ",\"seed\":" << report.seed
      << ",\"check\":" << (options.oracle ? "\"oracle\"" : "\"none\"")
+     << ",\"timing\":" << (options.queued ? "\"queued\"" : "\"issued\"")
      << ",\"ok\":" << (report.ok ? "true" : "false")
      << ",\"launches\":" << launchMs.size() << ",\"launch_ms\":[";
   for (size_t i = 0; i < launchMs.size(); ++i)

@@ -89,6 +89,13 @@ Session::Session(const RunOptions &options, const std::string &programPath)
   }
   if (options.watchdogMs > 0)
     program_.setWatchdogMs(uint32_t(options.watchdogMs));
+  if (options.queued) {
+    try {
+      program_.setQueuedLaunch(true);
+    } catch (const loomrt::Error &e) {
+      fail("--timing=queued: " + std::string(e.what()));
+    }
+  }
 }
 
 Session::~Session() {

@@ -49,6 +49,10 @@ struct RunOptions {
   /// > 0: the watchdog timeout of the program; 0: the runtime's default
   /// (LOOM_WATCHDOG_MS or 10 s).
   int64_t watchdogMs = 0;
+  /// true (--timing=queued): every launch is queued behind a gate
+  /// (loomrt_program_set_queued_launch), so launch times leave the host's
+  /// submission out; false: timed as issued.
+  bool queued = false;
 
   /// false (loom-run --check=none): the outputs are not compared with the
   /// oracle (for stacks whose fp64 oracle is too slow). Every launch still

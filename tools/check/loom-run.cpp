@@ -48,6 +48,11 @@ const char *kUsage =
     "                    compiled with (overrides the spec's)\n"
     "  --device KIND     loomrt device: host (default), cuda, hip\n"
     "  --watchdog-ms N   watchdog timeout of the program\n"
+    "  --timing=MODE     issued (default): a launch's time runs from its\n"
+    "                    start event, reached before the host has submitted\n"
+    "                    it; queued: each launch waits behind a gate opened\n"
+    "                    once it is queued, so the device is timed alone\n"
+    "                    (loomrt_program_set_queued_launch; GPU devices)\n"
     "  --check=MODE      oracle (default): compare every launch with the\n"
     "                    fp64 oracle; none: do not (say so), only the cheap\n"
     "                    checks (guards, read-only buffers, NaN in outputs)\n"
@@ -151,6 +156,10 @@ int main(int argc, char **argv) {
         return probeDevice(value);
       } else if (name == "--watchdog-ms") {
         options.watchdogMs = parseInt(value, name);
+      } else if (name == "--timing") {
+        if (value != "issued" && value != "queued")
+          usage("'--timing' is 'issued' or 'queued', got '" + value + "'");
+        options.queued = value == "queued";
       } else if (name == "--check") {
         if (value != "oracle" && value != "none")
           usage("'--check' is 'oracle' or 'none', got '" + value + "'");

@@ -91,5 +91,52 @@ class TimeFn(unittest.TestCase):
         self.assertGreater(t["time_us"], 1000.0)
 
 
+class FakeProgram:
+    """A Loom program on the simulated stream: each launch spends
+    `submit_us` of host time after its start event unless queued."""
+
+    def __init__(self, sim, submit_us, kernel_us, can_queue=True):
+        self.sim, self.submit_us, self.kernel_us = sim, submit_us, kernel_us
+        self.can_queue, self.queued, self.calls = can_queue, False, []
+
+    def set_queued_launch(self, queued):
+        self.calls.append(queued)
+        if queued and not self.can_queue:
+            raise RuntimeError("loomrt_program_set_queued_launch(p, 1) failed: LOOMRT_ERROR_UNSUPPORTED")
+        self.queued = queued
+
+    def run(self):
+        self.sim.host += 3.0
+        return int(1000 * (self.kernel_us + (0 if self.queued else self.submit_us)))
+
+
+class TimeLoom(unittest.TestCase):
+    def time(self, device="cuda", **kw):
+        sim = FakeStream()
+        program = FakeProgram(sim, **kw)
+        with mock.patch.object(timing, "_torch", sim.torch), \
+                mock.patch.object(timing.time, "perf_counter", lambda: sim.host / 1e6):
+            timer = timing.Timer(device=device, flush_bytes=1024, min_reps=5, max_reps=5)
+            return timer.time_loom(program), program
+
+    def test_queued_is_measured_apart(self):
+        t, program = self.time(submit_us=7.0, kernel_us=20.0)
+        self.assertAlmostEqual(t["time_us"], 27.0)
+        self.assertAlmostEqual(t["queued"]["time_us"], 20.0)
+        self.assertEqual(t["queued"]["reps"], 5)
+        self.assertEqual(program.calls, [True, False])  # left as it was found
+
+    def test_a_runtime_that_cannot_queue_says_why(self):
+        t, program = self.time(submit_us=7.0, kernel_us=20.0, can_queue=False)
+        self.assertAlmostEqual(t["time_us"], 27.0)
+        self.assertIn("LOOMRT_ERROR_UNSUPPORTED", t["queued"]["error"])
+        self.assertFalse(program.queued)
+
+    def test_no_queued_time_off_the_gpu(self):
+        t, program = self.time(device="cpu", submit_us=7.0, kernel_us=20.0)
+        self.assertNotIn("queued", t)
+        self.assertEqual(program.calls, [])
+
+
 if __name__ == "__main__":
     unittest.main()

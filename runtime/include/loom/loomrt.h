@@ -81,6 +81,9 @@ typedef enum loomrt_status {
    * After a fault the device's context is usually unusable for the rest of
    * the process. */
   LOOMRT_ERROR_DEVICE = 17,
+  /* The backend or its driver cannot do what was asked (e.g. queued
+   * launches on the host backend). */
+  LOOMRT_ERROR_UNSUPPORTED = 18,
   LOOMRT_ERROR_INTERNAL = 99
 } loomrt_status;
 
@@ -219,6 +222,23 @@ LOOMRT_API loomrt_status loomrt_program_set_watchdog_ms(loomrt_program *program,
                                                         uint32_t ms);
 LOOMRT_API loomrt_status
 loomrt_program_watchdog_ms(const loomrt_program *program, uint32_t *ms);
+
+/* Queued launches (off by default). Each launch is put in the device's queue
+ * behind a gate, and loomrt_launch opens the gate once the whole launch (its
+ * timing events included) is queued, the way a launch queued behind earlier
+ * work reaches the device. loomrt_program_last_launch_ns then times the
+ * device alone; unqueued, its start is recorded before the launch is
+ * submitted, so the host's submission time is in it. A queued launch starts
+ * a little later: when the device sees the gate open. Takes effect from the
+ * next launch; turning it on first waits for a launch in flight (and returns
+ * its error, as loomrt_synchronize would). LOOMRT_ERROR_UNSUPPORTED where the
+ * backend cannot queue: the host backend (its workers start when loomrt_launch
+ * wakes them), a CUDA or HIP driver without stream memory operations
+ * (wait-value). */
+LOOMRT_API loomrt_status
+loomrt_program_set_queued_launch(loomrt_program *program, int32_t queued);
+LOOMRT_API loomrt_status
+loomrt_program_queued_launch(const loomrt_program *program, int32_t *queued);
 
 /* Starts one epoch of the program; returns when it has started. */
 LOOMRT_API loomrt_status loomrt_launch(loomrt_program *program);

@@ -159,6 +159,15 @@ public:
     check(loomrt_program_watchdog_ms(handle_, &ms));
     return ms;
   }
+  /// loomrt_program_set_queued_launch: time the device alone.
+  void setQueuedLaunch(bool queued) {
+    check(loomrt_program_set_queued_launch(handle_, queued ? 1 : 0));
+  }
+  bool queuedLaunch() const {
+    int32_t queued = 0;
+    check(loomrt_program_queued_launch(handle_, &queued));
+    return queued != 0;
+  }
 
   void launch() { check(loomrt_launch(handle_)); }
   void synchronize() { check(loomrt_synchronize(handle_)); }
