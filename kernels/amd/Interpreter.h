@@ -64,8 +64,12 @@ constexpr int32_t kWorkerAborted = -1;
 constexpr int32_t kWorkerTimedOut = -2;
 
 /// Clock cycles between status publications / abort-flag reads while a wait
-/// lasts (~27 us at 2.4 GHz): each one is a PCIe round trip.
-constexpr uint64_t kCheckCycles = 1ull << 16;
+/// lasts (~1.7 ms at 2.4 GHz). Each one is a PCIe round trip, and on the
+/// H200 such reads by many waiting blocks every ~33 us made the working
+/// blocks 5-40x slower, none from ~0.5 ms up (kernels/nvidia/Interpreter.cuh,
+/// which checks every 2^22 cycles since). Taken over unmeasured: no MI350X
+/// has run this loop. Abort and timeout are noticed this much later.
+constexpr uint64_t kCheckCycles = 1ull << 22;
 /// Polls without sleeping before the backoff starts, and the last backoff
 /// level (s_sleep 2^level, i.e. 64 * 2^level clocks; sleepLevel).
 constexpr int kSpinPolls = 4;
