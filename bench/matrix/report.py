@@ -148,6 +148,9 @@ def build(folder: str, model_path: Optional[str] = None, targets_path: Optional[
         # Each family's env names only its own baselines: all of them here.
         "baselines": {n: b for e in envs.values() for n, b in (e.get("baselines") or {}).items()},
         "warm": _read_json(os.path.join(folder, "warm.json")),
+        # A Loom variant's run (scripts/bench-matrix --variant): its name and
+        # the nvcc flags its artifacts were built with; null for the default.
+        "variant": _read_json(os.path.join(folder, "variant.json")),
         "fla_configs": _read_json(os.path.join(folder, "fla-configs.json")),
         "families": {f: family_summary(f, rows) for f in families},
         "targets": _targets(rows, targets, model),
@@ -219,6 +222,11 @@ def markdown(doc: dict) -> str:
              f"driver {m.get('driver', '?')}; torch {sw.get('torch', '?')} (CUDA {sw.get('cuda', '?')}), "
              f"triton {sw.get('triton', '?')}, Python {sw.get('python', '?')}; loomrt {sw.get('loomrt', '?')}; "
              f"commit {doc.get('commit') or '?'}.")
+    v = doc.get("variant")
+    if v:
+        L.append(f"**Loom variant `{v.get('name', '?')}`**: its artifacts built with nvcc flags "
+                 f"`{v.get('nvcc_flags', '')}` (scripts/bench-prepare, LOOM_BENCH_VARIANTS); compare it "
+                 "with a default run by `python3 -m bench.matrix compare DEFAULT_RUN THIS_RUN`.")
     cb = {f: g for f, g in (doc.get("copy_gbps") or {}).items() if g}
     if cb:
         L.append("Measured device-to-device copy bandwidth in this run (read + write, the roofline): "

@@ -157,6 +157,18 @@ class Report(unittest.TestCase):
             f.writelines(json.dumps(r) + "\n" for r in rows)
         self.assertIn("rows[0].loom.queued: missing 'p10_us'", R.validate(R.build(self.dir.name)))
 
+    def test_variant_run_says_so(self):
+        doc = R.build(self.dir.name)
+        self.assertIsNone(doc["variant"])
+        self.assertNotIn("Loom variant", R.markdown(doc))
+        json.dump({"name": "linear3", "nvcc_flags": "-DLOOM_LINEAR_STAGES=3", "families": "decoder"},
+                  open(os.path.join(self.dir.name, "variant.json"), "w"))
+        doc = R.build(self.dir.name)
+        self.assertEqual(R.validate(doc), [])
+        self.assertEqual(doc["variant"]["nvcc_flags"], "-DLOOM_LINEAR_STAGES=3")
+        self.assertIn("**Loom variant `linear3`**: its artifacts built with nvcc flags "
+                      "`-DLOOM_LINEAR_STAGES=3`", R.markdown(doc))
+
     def test_without_model_is_a_hook(self):
         doc = R.build(self.dir.name)
         self.assertIsNone(doc["targets"]["mi350x"]["model"])
