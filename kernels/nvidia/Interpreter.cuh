@@ -78,6 +78,31 @@ constexpr unsigned kMaxSleepNs = 256;
 #define LOOM_STATUS_EVERY_TASK 0
 #endif
 
+#ifndef LOOM_PREFETCH_TABLES
+/// 1: the emitted kernel first prefetches its task tables into L2, when they
+/// are small (targets/common/DeviceEmitter, kPrefetchTableBytes): after a
+/// cold start each task's table walk (task id, its waits, their events and
+/// needs, then its triggers) is a chain of dependent DRAM reads on thread 0,
+/// before and after every body. An experiment (scripts/bench-ab), not yet
+/// run on a GPU.
+#define LOOM_PREFETCH_TABLES 0
+#endif
+
+/// Every thread of the block: the 128-byte lines of each array (the emitted
+/// `__device__` tables, by reference, so their sizes are known) into L2.
+/// Prefetches do not block; the loop then finds the lines in L2.
+template <int kThreads, typename... Arrays>
+__device__ __forceinline__ void prefetchTablesL2(const Arrays &...arrays) {
+  auto lines = [](const void *p, size_t bytes) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(127);
+    const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+    for (uintptr_t a = first + uintptr_t(threadIdx.x) * 128; a < end;
+         a += uintptr_t(kThreads) * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+  };
+  (lines(&arrays, sizeof(Arrays)), ...);
+}
+
 namespace detail {
 
 __device__ __forceinline__ void publishWait(LoomWorkerStatus *s, int32_t task,

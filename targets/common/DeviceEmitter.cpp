@@ -107,9 +107,32 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   os << "  }\n  return -1; // no such task\n}\n\n} // namespace\n\n";
 
   os << "extern \"C\" __global__ void " << spelling.kernelBounds << "\n"
-     << info.kernelName << "(LoomKernelArgs args) {\n"
-     << "  "
-     << (info.profile ? spelling.profiledLoop : spelling.persistentLoop)
+     << info.kernelName << "(LoomKernelArgs args) {\n";
+  if (!spelling.tablePrefetch.empty()) {
+    // The int32 tables above, in bytes (the loop and runTask read them).
+    int64_t words = 3 * int64_t(table->tasks.size()) +
+                    2 * (table->tasks.size() + 1) +
+                    int64_t(table->eventNeeds.size()) + table->workers + 1;
+    for (const TableTask &t : table->tasks)
+      words += int64_t(t.waits.size() + t.triggers.size());
+    words += table->dynamic ? int64_t(table->queue.size())
+                            : int64_t(table->tasks.size());
+    if (shared)
+      words += int64_t(table->tasks.size()) + 3 * int64_t(addresses.size());
+    const int64_t bytes = 4 * words;
+    if (bytes <= kPrefetchTableBytes) {
+      os << "#if " << spelling.tablePrefetchGuard << "\n"
+         << "  " << spelling.tablePrefetch << "<kThreads>(\n"
+         << "      dTaskFunction, dTaskTile, dWorkerBegin, dWorkerTasks,\n"
+         << "      dTaskWaitBegin, dWaitEvents, dTaskTriggerBegin, "
+            "dTriggerEvents,\n"
+         << "      dEventNeeds"
+         << (shared ? ", dTaskAddresses, dAddresses" : "") << "); // about "
+         << bytes << " bytes\n"
+         << "#endif\n";
+    }
+  }
+  os << "  " << (info.profile ? spelling.profiledLoop : spelling.persistentLoop)
      << "<kThreads>(\n"
      << "      args, dWorkerBegin, dWorkerTasks, dTaskWaitBegin, dWaitEvents,\n"
      << "      dTaskTriggerBegin, dTriggerEvents, dEventNeeds, "

@@ -52,7 +52,16 @@ struct DeviceSpelling {
   std::string bodiesFolder;
   /// Extra lines after `constexpr int kThreads` (e.g. static_asserts).
   std::string preamble;
+  /// A function template called by every thread at the kernel's entry with
+  /// all the task tables (by reference) when they are small
+  /// (kPrefetchTableBytes), inside `#if <tablePrefetchGuard>`; empty: none.
+  std::string tablePrefetch;
+  std::string tablePrefetchGuard;
 };
+
+/// Task tables up to this size are handed to DeviceSpelling::tablePrefetch:
+/// a few lines per thread of a block. A decoder stack's are megabytes.
+constexpr int64_t kPrefetchTableBytes = 64 << 10;
 
 /// Static shared memory / LDS the dynamic size leaves to the loop's and the
 /// bodies' own `__shared__` variables.

@@ -30,6 +30,8 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   spelling.persistentLoop = "loom::nvidia::loomPersistentLoop";
   spelling.profiledLoop = "loom::nvidia::loomProfiledLoop";
   spelling.bodiesFolder = "kernels/nvidia/sm90";
+  spelling.tablePrefetch = "loom::nvidia::prefetchTablesL2";
+  spelling.tablePrefetchGuard = "LOOM_PREFETCH_TABLES";
   return emitDeviceKernel(graph, spelling, source, info);
 }
 
