@@ -118,6 +118,9 @@ class Context:
         }
 
     def finish_loom(self, row: dict, timing: dict, check: dict) -> None:
+        timing = dict(timing)
+        if timing.pop("program_failed", False):  # after its timing: reload it
+            row["_loom_failed"] = True
         row["loom"] = dict(timing, **self.derived(row, timing["time_us"]), check=check)
 
     def fail_group(self, ws, art, e: Exception, gate=None):

@@ -186,7 +186,10 @@ class Timer:
     def time_loom(self, program) -> Dict[str, float]:
         """A Loom program (bound already): the runtime's device time per
         launch as issued, and on a GPU also queued (`queued`: its timing, or
-        `error` where the runtime cannot queue)."""
+        `error` where the runtime cannot queue or a queued launch failed).
+        The second measurement never costs the first: a failure there is
+        recorded, and `program_failed` asks the caller to load the program
+        again (a failed launch leaves it refusing launches)."""
         out = self._time_launches(program)
         if self.device != "cuda":
             return out
@@ -197,9 +200,14 @@ class Timer:
             return out
         try:
             q = self._time_launches(program)
-        finally:
+            out["queued"] = {k: q[k] for k in ("time_us", "p10_us", "p90_us", "min_us", "reps")}
+        except Exception as e:  # noqa: BLE001
+            out["queued"] = {"error": str(e)[:300]}
+            out["program_failed"] = True
+        try:
             program.set_queued_launch(False)
-        out["queued"] = {k: q[k] for k in ("time_us", "p10_us", "p90_us", "min_us", "reps")}
+        except Exception:  # noqa: BLE001 - a failed program refuses it too; reloaded anyway
+            out["program_failed"] = True
         return out
 
     def _time_launches(self, program) -> Dict[str, float]:

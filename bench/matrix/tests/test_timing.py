@@ -95,9 +95,10 @@ class FakeProgram:
     """A Loom program on the simulated stream: each launch spends
     `submit_us` of host time after its start event unless queued."""
 
-    def __init__(self, sim, submit_us, kernel_us, can_queue=True):
+    def __init__(self, sim, submit_us, kernel_us, can_queue=True, queued_fails=False):
         self.sim, self.submit_us, self.kernel_us = sim, submit_us, kernel_us
         self.can_queue, self.queued, self.calls = can_queue, False, []
+        self.queued_fails = queued_fails
 
     def set_queued_launch(self, queued):
         self.calls.append(queued)
@@ -106,6 +107,8 @@ class FakeProgram:
         self.queued = queued
 
     def run(self):
+        if self.queued and self.queued_fails:
+            raise RuntimeError("loomrt_synchronize(p) failed: LOOMRT_ERROR_TIMEOUT")
         self.sim.host += 3.0
         return int(1000 * (self.kernel_us + (0 if self.queued else self.submit_us)))
 
@@ -130,6 +133,13 @@ class TimeLoom(unittest.TestCase):
         t, program = self.time(submit_us=7.0, kernel_us=20.0, can_queue=False)
         self.assertAlmostEqual(t["time_us"], 27.0)
         self.assertIn("LOOMRT_ERROR_UNSUPPORTED", t["queued"]["error"])
+        self.assertFalse(program.queued)
+
+    def test_a_failed_queued_launch_keeps_the_first_time(self):
+        t, program = self.time(submit_us=7.0, kernel_us=20.0, queued_fails=True)
+        self.assertAlmostEqual(t["time_us"], 27.0)
+        self.assertIn("LOOMRT_ERROR_TIMEOUT", t["queued"]["error"])
+        self.assertTrue(t["program_failed"])
         self.assertFalse(program.queued)
 
     def test_no_queued_time_off_the_gpu(self):
