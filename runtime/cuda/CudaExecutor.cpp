@@ -285,6 +285,11 @@ Status CudaExecutor::prepareQueuedLaunch() {
   if (inFlight_)
     return makeError(LOOMRT_ERROR_INTERNAL, who,
                      ": asked while its kernel is still running");
+  // Its stream would never drain: a kernel that did not stop holds it.
+  if (wedged_ || ctx_->wedged())
+    return makeError(LOOMRT_ERROR_DEVICE, who, ": ", ctx_->description(),
+                     " still runs a kernel that did not stop (",
+                     ctx_->wedgedReason(), ")");
   // A wait the gate already satisfies: the driver refuses stream memory
   // operations here, not in the middle of a launch.
   CUresult r = d.cuStreamWaitValue32(stream_, hostDevice_ + gateOffset_,

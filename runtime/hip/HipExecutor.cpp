@@ -269,6 +269,11 @@ Status HipExecutor::prepareQueuedLaunch() {
   if (inFlight_)
     return makeError(LOOMRT_ERROR_INTERNAL, who,
                      ": asked while its kernel is still running");
+  // Its stream would never drain: a kernel that did not stop holds it.
+  if (wedged_ || ctx_->wedged())
+    return makeError(LOOMRT_ERROR_DEVICE, who, ": ", ctx_->description(),
+                     " still runs a kernel that did not stop (",
+                     ctx_->wedgedReason(), ")");
   // A wait the gate already satisfies: the runtime refuses stream memory
   // operations here, not in the middle of a launch.
   hipError_t r =

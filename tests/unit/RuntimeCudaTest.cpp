@@ -1121,6 +1121,12 @@ TEST_F(FakeCuda, KernelThatIgnoresTheAbortFlagIsLeftRunning) {
                    "program 'chain' cannot launch: " + device0_ +
                        " still runs a kernel that did not stop (kernel "
                        "'loom_fake_kernel' of program 'stuck' launch 1: ");
+  EXPECT_ERROR_HAS(loomrt_program_set_queued_launch(bystander, 1),
+                   LOOMRT_ERROR_DEVICE,
+                   "program 'chain' on " + device0_ +
+                       " cannot queue its launches: " + device0_ +
+                       " still runs a kernel that did not stop (kernel "
+                       "'loom_fake_kernel' of program 'stuck' launch 1: ");
   EXPECT_EQ(loomrt_program_destroy(bystander), LOOMRT_SUCCESS);
   EXPECT_EQ(loomrt_program_destroy(program), LOOMRT_SUCCESS);
   EXPECT_EQ(loomrt_device_destroy(device), LOOMRT_SUCCESS);
