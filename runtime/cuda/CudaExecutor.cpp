@@ -282,10 +282,8 @@ Status CudaExecutor::prepareQueuedLaunch() {
   if (!d.cuStreamWaitValue32)
     return makeError(LOOMRT_ERROR_UNSUPPORTED, who, ": the driver ",
                      quoted(d.path), " has no cuStreamWaitValue32");
-  if (inFlight_)
-    return makeError(LOOMRT_ERROR_INTERNAL, who,
-                     ": asked while its kernel is still running");
-  // Its stream would never drain: a kernel that did not stop holds it.
+  // Program::setQueuedLaunch has waited for a launch in flight. Its stream
+  // would never drain: a kernel that did not stop holds it.
   if (wedged_ || ctx_->wedged())
     return makeError(LOOMRT_ERROR_DEVICE, who, ": ", ctx_->description(),
                      " still runs a kernel that did not stop (",

@@ -58,7 +58,7 @@ public:
 
   /// Whether launches can be queued behind a gate (LaunchParams::queued),
   /// with whatever that needs set up. LOOMRT_ERROR_UNSUPPORTED, saying why,
-  /// where they cannot.
+  /// where they cannot. The core calls it only when no launch is in flight.
   virtual Status prepareQueuedLaunch() = 0;
 
   /// Wall time of the last completed launch, in nanoseconds.

@@ -323,6 +323,8 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
     return;
   constexpr int S = linStages(MT);
   if constexpr (S == 2) {
+    // Kept apart from the general loop below: at S = 2 that one spills 8
+    // bytes in linearPartial under ptxas (sm_90a), this one none.
     LinFrag<MT> cur, next;
     load(ka, cur);
     for (int64_t k = ka; k < kb; k += kLinKStep) {
