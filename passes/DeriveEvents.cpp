@@ -28,7 +28,7 @@ using namespace mlir::loom;
 
 namespace {
 
-constexpr int64_t kArena = -1;
+constexpr int64_t kArena = kArenaRoot;
 constexpr int64_t kUnbounded = INT64_MAX / 4;
 
 struct TaskRecord {
@@ -178,25 +178,6 @@ struct DeriveEventsPass
       if (failed(derive(graph)))
         signalPassFailure();
     });
-  }
-
-  /// Where `view`'s bytes live: its root and the offset of its first byte.
-  std::optional<std::pair<int64_t, int64_t>> locate(Value view,
-                                                    const GraphBounds &bounds) {
-    int64_t offset = 0;
-    while (auto slice = view.getDefiningOp<SliceOp>()) {
-      offset += slice.getIndex() * boundedBytes(slice.getType(), bounds);
-      view = slice.getSource();
-    }
-    if (auto arg = dyn_cast<BlockArgument>(view))
-      return std::make_pair(int64_t(arg.getArgNumber()), offset);
-    if (auto alloc = view.getDefiningOp<AllocOp>()) {
-      auto placed = alloc->getAttrOfType<IntegerAttr>(kOffsetAttr);
-      if (!placed)
-        return std::nullopt;
-      return std::make_pair(kArena, offset + placed.getInt());
-    }
-    return std::nullopt;
   }
 
   LogicalResult derive(GraphOp graph) {
@@ -358,7 +339,7 @@ struct DeriveEventsPass
         base = offset.getInt();
         extent = partition.getScratchBytes();
       } else {
-        auto located = locate(access.buffer, bounds);
+        auto located = locateRoot(access.buffer, bounds);
         if (!located)
           return task.op->emitOpError(
               "reads or writes a buffer with no placement; run "

@@ -445,3 +445,81 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
         a.elements(o.getIndices(), true, r0, r1);
       });
 }
+
+void mlir::loom::getTaskLoads(Operation *op, PartitionAttr p, int64_t phase,
+                              int64_t tile, const GraphBounds &b,
+                              SmallVectorImpl<TaskLoad> &loads) {
+  auto linear = dyn_cast<LinearOp>(op);
+  if (!linear || phase != 0)
+    return;
+  // The rows and K range TileEmitter hands linearTile / linearPartial.
+  ArrayRef<int64_t> params = p.getParams();
+  int64_t n = trailing(linear.getY(), 1, b), k = trailing(linear.getX(), 1, b);
+  int64_t nTile = params[0], kSplits = params[1];
+  int64_t n0 = (tile / kSplits) * nTile, n1 = std::min(n, n0 + nTile);
+  int64_t kPer = ceilDiv(k, kSplits), k0 = (tile % kSplits) * kPer;
+  int64_t k1 = std::min(k, k0 + kPer);
+  int64_t eb = elemBytes(linear.getWeight()), wRow = k * eb;
+  if (n0 >= n1 || k0 >= k1)
+    return;
+  if (kSplits == 1) {
+    loads.push_back({linear.getWeight(), n0 * wRow, (n1 - n0) * wRow, 1, 0});
+    return;
+  }
+  loads.push_back(
+      {linear.getWeight(), n0 * wRow + k0 * eb, (k1 - k0) * eb, n1 - n0, wRow});
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+mlir::loom::locateRoot(Value view, const GraphBounds &bounds) {
+  int64_t offset = 0;
+  while (auto slice = view.getDefiningOp<SliceOp>()) {
+    offset += slice.getIndex() * boundedBytes(slice.getType(), bounds);
+    view = slice.getSource();
+  }
+  if (auto arg = dyn_cast<BlockArgument>(view))
+    return std::make_pair(int64_t(arg.getArgNumber()), offset);
+  if (auto alloc = view.getDefiningOp<AllocOp>()) {
+    auto placed = alloc->getAttrOfType<IntegerAttr>(kOffsetAttr);
+    if (!placed)
+      return std::nullopt;
+    return std::make_pair(kArenaRoot, offset + placed.getInt());
+  }
+  return std::nullopt;
+}
+
+int64_t mlir::loom::firstRuntimeRow(Operation *op, PartitionAttr p,
+                                    int64_t phase, int64_t tile,
+                                    const GraphBounds &b) {
+  // The row tiles of TileEmitter: rows [tile * per, ...) of `rowsPer` rows
+  // per leading entry are empty once the runtime size is at most the entry
+  // of their first row.
+  const int64_t per = p.getParams().empty() ? 0 : p.getParams()[0];
+  auto first = [&](int64_t rowsPer) { return tile * per / rowsPer; };
+  return TypeSwitch<Operation *, int64_t>(op)
+      .Case([&](RmsNormOp o) {
+        int64_t d = typeOf(o.getX()).getShape().back();
+        return first(trailing(o.getX(), 1, b) / d);
+      })
+      .Case([&](RopeOp o) { return first(dimOf(o.getX(), 1, b)); })
+      .Case([&](SiluMulOp o) { return first(trailing(o.getY(), 1, b)); })
+      .Case([&](AddOp o) { return first(trailing(o.getY(), 1, b)); })
+      .Case<KvAppendOp, EmbeddingOp, ArgmaxOp>(
+          [&](Operation *) { return first(1); })
+      .Case([&](GqaDecodeOp o) {
+        // Merge task = (request, kv head); the splits balance over the
+        // runtime lengths.
+        return phase == 1 ? tile / dimOf(o.getKCache(), 2, b) : int64_t(0);
+      })
+      .Default([](Operation *) { return int64_t(0); });
+}
+
+int64_t mlir::loom::runtimeSizeArg(GraphOp graph) {
+  for (BlockArgument arg : graph.getBodyBlock().getArguments()) {
+    auto type = cast<MemRefType>(arg.getType());
+    if (graph.getArgRole(arg.getArgNumber()) == Role::Input &&
+        type.getRank() > 0 && type.isDynamicDim(0))
+      return arg.getArgNumber();
+  }
+  return -1;
+}

@@ -30,6 +30,8 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace mlir::loom {
 
 /// Compile-time bounds of the runtime-sized dimensions of a graph.
@@ -80,6 +82,39 @@ void getTaskAccesses(Operation *op, PartitionAttr partition, int64_t phase,
 
 /// Bytes of a buffer type with dynamic dimensions at their bound.
 int64_t boundedBytes(MemRefType type, const GraphBounds &bounds);
+
+/// Bytes a task reads whatever the events say, exactly: `rows` rows of
+/// `rowBytes` at `offset + r * stride` of `buffer` (a weight). The engine
+/// brings them on chip ahead of the task (kernels/nvidia/Interpreter.cuh).
+struct TaskLoad {
+  Value buffer;
+  int64_t offset;
+  int64_t rowBytes;
+  int64_t rows;
+  int64_t stride;
+};
+
+/// Appends task `tile` of `phase`'s loads (today: a linear's weight tile).
+void getTaskLoads(Operation *op, PartitionAttr partition, int64_t phase,
+                  int64_t tile, const GraphBounds &bounds,
+                  llvm::SmallVectorImpl<TaskLoad> &loads);
+
+/// The task has work only when the runtime leading size (batch, or packed
+/// tokens: runtimeSizeArg's dims[0]) exceeds this; 0 for tasks that always
+/// have work (tiles over weights, work balanced over the runtime sizes).
+int64_t firstRuntimeRow(Operation *op, PartitionAttr partition, int64_t phase,
+                        int64_t tile, const GraphBounds &bounds);
+
+/// The graph argument whose leading dimension is the runtime size the tiles
+/// clamp to: the first input with a dynamic leading dimension; -1 if none.
+int64_t runtimeSizeArg(GraphOp graph);
+
+/// Where `view`'s bytes live: the graph argument it views (or kArenaRoot
+/// for a loom.alloc placed by loom-plan-memory) and the offset of its first
+/// byte there; nullopt for an unplaced alloc.
+constexpr int64_t kArenaRoot = -1;
+std::optional<std::pair<int64_t, int64_t>> locateRoot(Value view,
+                                                      const GraphBounds &bounds);
 
 } // namespace mlir::loom
 

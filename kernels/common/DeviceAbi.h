@@ -13,6 +13,22 @@
  * (relaxed polls, then an acquire), a trigger is a release add at device
  * scope after the body's stores are drained.
  *
+ * The launch number (version 3). A launch with `epoch` = 0 takes its number
+ * from device memory, so launches queued back to back on a stream, or
+ * replayed from a CUDA graph, need no host between them: worker w runs
+ * launch control[LOOM_CONTROL_WORKERS + w] + 1 and stores that number there
+ * as it leaves (every worker runs every launch, so they agree). A launch
+ * with `epoch` > 0 (the runtime's own launches) uses that number and keeps
+ * the control words in step the same way. A worker that fails or gives up
+ * sets control[LOOM_CONTROL_FAILED]; later launches then do nothing until
+ * the runtime zeroes the counters and the control words. Kernels that
+ * predate version 3 (the AMD loop) use `epoch` alone.
+ *
+ * Status (version 3): a launch that ends with no LoomWorkerStatus saying
+ * error != 0 succeeded. The NVIDIA loop writes a record only when a wait has
+ * lasted long (about half a millisecond) and when a worker fails; the AMD
+ * loop also at every unsatisfied wait and at exit.
+ *
  * Per-task timing (version 2). A program built with `loomc --profile` sets
  * LOOM_DEVICE_PROFILED in `flags`; its kernel records, for every task it
  * runs, a LoomTaskTiming at profile[task] and, for every worker block w, one
@@ -33,7 +49,7 @@
 extern "C" {
 #endif
 
-#define LOOM_DEVICE_ABI_VERSION 2
+#define LOOM_DEVICE_ABI_VERSION 3
 #define LOOM_DEVICE_PROGRAM_SYMBOL "loom_device_program"
 
 /* What a stuck or failed worker reports, in host-mapped memory the runtime
@@ -70,13 +86,20 @@ typedef struct LoomKernelArgs {
   const LoomBinding *bindings;  /* device copy, num_buffers entries */
   void *workspace;              /* workspace_bytes, device memory */
   unsigned long long *events;   /* num_events counters, only ever grow */
-  unsigned long long epoch;     /* launch number, from 1 */
+  unsigned long long epoch;     /* launch number, from 1; 0: from control */
   LoomWorkerStatus *status;     /* num_workers entries, host-mapped */
   volatile int32_t *abort_flag; /* host-mapped: set by the watchdog */
   unsigned long long timeout_cycles; /* a wait longer than this gives up */
   /* Version 2: num_tasks + num_workers records (see above), or NULL. */
   LoomTaskTiming *profile;
+  /* Version 3: LOOM_CONTROL_WORKERS + num_workers counters in device
+   * memory (see above). */
+  unsigned long long *control;
 } LoomKernelArgs;
+
+/* The words of LoomKernelArgs::control. */
+#define LOOM_CONTROL_FAILED 0  /* non-zero once a launch failed */
+#define LOOM_CONTROL_WORKERS 4 /* then per worker: launches it completed */
 
 typedef struct LoomDeviceProgram {
   uint32_t abi_version;          /* LOOM_DEVICE_ABI_VERSION */

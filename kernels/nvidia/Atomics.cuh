@@ -88,7 +88,7 @@ __device__ __forceinline__ void redAddRelaxedGpu(unsigned long long *p,
                : "memory");
 }
 
-/// Release add (fence and add in one): for single triggers outside the loop.
+/// Release add (fence and add in one): a task's only trigger.
 __device__ __forceinline__ void redAddReleaseGpu(unsigned long long *p,
                                                  unsigned long long v) {
   asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v)
@@ -105,6 +105,13 @@ fetchAddRelaxedGpu(unsigned long long *p, unsigned long long v) {
                : "l"(p), "l"(v)
                : "memory");
   return old;
+}
+
+/// Relaxed device-scope store: the control words.
+__device__ __forceinline__ void storeRelaxedGpu(unsigned long long *p,
+                                                unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
 }
 
 //--- Host-mapped memory (generic addresses, system scope) -----------------//

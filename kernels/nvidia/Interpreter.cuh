@@ -1,52 +1,63 @@
-//===- Interpreter.cuh - The persistent worker loop --------------*- CUDA
-//-*-===//
+//===- Interpreter.cuh - The persistent worker loop --------------*- CUDA -*-===//
 //
-// One block per worker, all co-resident (cooperative launch). Each block
-// walks its task list (static mode) or takes tickets from one queue (dynamic
-// mode); for each task thread 0 waits on the input events, the whole block
-// runs the body, and thread 0 triggers the output events. The memory-order
-// protocol is in Atomics.cuh.
+// One block per worker, all co-resident (cooperative launch). Thread 0, the
+// leader, walks the worker's schedule, waits for each task's input events,
+// and after the whole block has run the task's body, triggers its output
+// events. The memory-order protocol is in Atomics.cuh.
 //
-// Dynamic mode: the queue is one more counter after the events,
-// args.events[numEvents], so the runtime allocates num_events + 1 counters.
-// Like the host backend (runtime/host/Worker.cpp), every worker ends its part
-// of a launch with exactly one ticket past the end, so launch e takes exactly
-// num_tasks + num_workers tickets and its tickets start at
-// (e - 1) * (num_tasks + num_workers): the queue is never reset. Ticket t
-// runs worker_tasks[t], a topological order, so a block only ever waits on
-// tasks whose tickets were taken earlier by running blocks: no deadlock.
+// The schedule is packed records (kernels/common/WorkerRecords.h). In
+// static mode the leader copies its worker's records into shared memory
+// with one bulk copy at entry (a window of kWindowWords, copied again when
+// the walk reaches its end), so a task's id, tile, waits, triggers and
+// prefetches are shared-memory reads. Dynamic mode takes tickets from one
+// queue counter and reads ticket t's record from global memory.
 //
-// A hang is never silent. A waiting thread 0 publishes (task, event, seen,
-// needed) to args.status[worker] (host-mapped) as soon as a wait is not
-// immediately satisfied and then every kCheckCycles while it lasts; at those
-// points it also reads *args.abort_flag and checks args.timeout_cycles
-// (0 = no timeout). A block that gives up, or whose body fails, records why
-// in status.error, sets *abort_flag itself so the other workers leave at
-// their next check instead of running into their own timeouts, and returns.
-// A finished worker has status.task == -1.
+// Prefetch (static mode): records may name byte ranges their bodies read
+// whatever the events say (a linear's weight rows). Before it waits for a
+// task's inputs the leader starts bringing the ranges of this task and the
+// next ones into L2 (cp.async.bulk.prefetch.L2), up to `prefetchBudget`
+// bytes beyond the task in hand, so HBM keeps streaming the coming weights
+// while the worker waits on a dependency. Nothing waits for a prefetch.
 //
-// After a launch that did not finish (error, abort, timeout) the event and
-// queue counters are inconsistent: the runtime must zero all
-// num_events + 1 counters and restart epochs at 1 before the next launch.
+// Memory order: a task with no waits runs without an acquire fence; one
+// trigger is a release add, several share one fence.
+//
+// A hang is never silent, and a healthy launch writes nothing to the host.
+// A wait publishes (task, event, seen, needed) to args.status[worker]
+// (host-mapped) once it has lasted kQuietCycles, then refreshes `seen`
+// every kCheckCycles; at those points it reads *args.abort_flag and checks
+// args.timeout_cycles (0 = no timeout). A worker that gives up, or whose
+// body fails, records why in status.error, sets *abort_flag and
+// control[LOOM_CONTROL_FAILED] so the other workers (and later launches)
+// leave, and returns. A launch that ends with no error record succeeded.
+//
+// Launch numbers (DeviceAbi.h): args.epoch, or when it is 0 the launches
+// this worker completed (its word of args.control) + 1; each worker stores
+// its number there as it leaves, so launches back to back on a stream or in
+// a CUDA graph need no host in between. After a launch that did not
+// finish the counters are inconsistent: the runtime must zero the events,
+// the queue and the control words, and restart epochs at 1.
+//
+// Dynamic mode: the queue is the counter args.events[numEvents]. Every
+// worker ends its part of a launch with exactly one ticket past the end, so
+// launch e takes num_tasks + num_workers tickets from (e - 1) * (num_tasks
+// + num_workers): the queue is never reset. Tickets run in a topological
+// order, so a block only waits on tasks that running blocks took: no
+// deadlock.
 //
 // Per-task timing (DeviceAbi.h, LoomTaskTiming): loomProfiledLoop is the
-// same loop with thread 0 reading %globaltimer when it takes a task, when
+// same loop with the leader reading %globaltimer when it takes a task, when
 // the task's inputs are ready and when its body has ended (before its
-// triggers), and storing one
-// record per task (and one per worker: entry and exit) into args.profile
-// (skipped when that is null). `loomc --profile` emits it instead of
-// loomPersistentLoop, so an ordinary build carries none of it. The cost is
-// three timer reads and one 32-byte store per task, on thread 0 only. The
-// timer is the GPU's global nanosecond clock, the same on every SM, so
-// records of different workers line up; its update period is the
-// hardware's (the trace summary prints the step it observed).
+// triggers), one record per task and one per worker (entry and exit).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
 #define LOOM_KERNELS_NVIDIA_INTERPRETER_CUH
 
 #include "kernels/common/DeviceAbi.h"
+#include "kernels/common/WorkerRecords.h"
 #include "kernels/nvidia/Atomics.cuh"
+#include "kernels/nvidia/BulkCopy.cuh"
 
 #include <cstdint>
 
@@ -58,50 +69,36 @@ constexpr int32_t kWorkerAborted = -1;
 /// status.error of a worker whose wait exceeded args.timeout_cycles.
 constexpr int32_t kWorkerTimedOut = -2;
 
-/// Clock cycles between status publications / abort-flag reads while a wait
-/// lasts (~2 ms at 1.98 GHz). Each one is a PCIe round trip, and they are
-/// not free for the blocks that work: at 2^16 cycles (~33 us), 68 blocks
-/// waiting out phase 0 of an MLA decode (batch 1, 8192 tokens, 128 heads)
-/// made about 30 of the 64 working blocks 5-40x slower on the H200 (6.2 ms
-/// instead of 0.15 ms, and a different 30 from run to run); from 2^20 up,
-/// no block was slowed. Abort and timeout are noticed this much later.
+/// A wait this many clock cycles long (~0.5 ms at 1.98 GHz) publishes
+/// itself; shorter ones stay off the PCIe bus.
+constexpr long long kQuietCycles = 1 << 20;
+/// Then, between status refreshes / abort-flag reads (~2 ms). Each one is a
+/// PCIe round trip, and they are not free for the blocks that work: at
+/// 2^16 cycles, 68 waiting blocks made about 30 working ones 5-40x slower on
+/// the H200; from 2^20 up, none. Abort and timeout are noticed this late.
 constexpr long long kCheckCycles = 1 << 22;
-/// Polls without sleeping before the backoff starts, and the sleep cap (ns).
-/// The cap bounds the latency a satisfied wait adds to the critical path.
-constexpr int kSpinPolls = 4;
+/// Clock cycles a wait polls without sleeping (~66 us) before the backoff
+/// starts, and the sleep cap (ns), which bounds the latency a satisfied
+/// wait adds to the critical path. A worker waiting out a dependency chain
+/// is usually woken within the spin: a sleeping one adds up to the cap.
+constexpr long long kSpinCycles = 1 << 17;
 constexpr unsigned kMaxSleepNs = 256;
 
-#ifndef LOOM_STATUS_EVERY_TASK
-/// 1: thread 0 also publishes (task, event = -1) before every body, so a
-/// body that never returns shows in the status (costs one posted PCIe write
-/// per task).
-#define LOOM_STATUS_EVERY_TASK 0
-#endif
-
-#ifndef LOOM_PREFETCH_TABLES
-/// 1: the emitted kernel first prefetches its task tables into L2, when they
-/// are small (targets/common/DeviceEmitter, kPrefetchTableBytes): after a
-/// cold start each task's table walk (task id, its waits, their events and
-/// needs, then its triggers) is a chain of dependent DRAM reads on thread 0,
-/// before and after every body. An experiment (scripts/bench-ab), not yet
-/// run on a GPU.
-#define LOOM_PREFETCH_TABLES 0
-#endif
-
-/// Every thread of the block: the 128-byte lines of each array (the emitted
-/// `__device__` tables, by reference, so their sizes are known) into L2.
-/// Prefetches do not block; the loop then finds the lines in L2.
-template <int kThreads, typename... Arrays>
-__device__ __forceinline__ void prefetchTablesL2(const Arrays &...arrays) {
-  auto lines = [](const void *p, size_t bytes) {
-    const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(127);
-    const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
-    for (uintptr_t a = first + uintptr_t(threadIdx.x) * 128; a < end;
-         a += uintptr_t(kThreads) * 128)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-  };
-  (lines(&arrays, sizeof(Arrays)), ...);
-}
+/// What the emitted kernel hands the loop (WorkerRecords.h).
+struct EngineSchedule {
+  const int32_t *records;
+  const int32_t *queueOffsets; ///< dynamic mode: ticket -> record
+  int32_t stride;              ///< static mode: words per worker
+  int32_t numTasks;
+  int32_t numEvents;
+  int32_t mode;            ///< LoomScheduleMode
+  int32_t maxRecordWords;  ///< <= kWindowWords - (kAlignWords - 1)
+  int32_t numBindings;     ///< <= kBindings when prefetchBudget > 0
+  uint32_t prefetchBudget; ///< bytes ahead of the task in hand; 0: none
+  /// The binding whose dims[0] is the runtime size records' first rows
+  /// compare with (WorkerRecords.h); -1: every task has work.
+  int32_t runtimeBinding;
+};
 
 namespace detail {
 
@@ -115,53 +112,81 @@ __device__ __forceinline__ void publishWait(LoomWorkerStatus *s, int32_t task,
   storeRelaxedSys(&s->needed, uint64_t(needed));
 }
 
-__device__ __forceinline__ void publishError(LoomWorkerStatus *s,
-                                             int32_t error) {
+/// Records a failure where the host and every later launch see it, and
+/// tells the other workers to leave at their next check.
+__device__ __forceinline__ void fail(const LoomKernelArgs &args,
+                                     LoomWorkerStatus *s, int32_t error) {
   storeRelaxedSys(&s->error, error);
-}
-
-/// Tells every other worker to leave at its next check.
-__device__ __forceinline__ void raiseAbort(const LoomKernelArgs &args) {
   storeRelaxedSys(args.abort_flag, 1);
+  if (args.control)
+    storeRelaxedGpu(args.control + LOOM_CONTROL_FAILED, 1ull);
 }
 
-/// Thread 0: waits until `event` reaches `needed`. Returns 0, or
+/// Leader: waits until `event` reaches `needed`; the load that sees it is
+/// an acquire (it synchronizes with every producer's release add before
+/// it). Calls `blocked()` once if the first poll falls short. Returns 0, or
 /// kWorkerAborted / kWorkerTimedOut after publishing the status.
+template <typename Blocked>
 __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
                                      LoomWorkerStatus *status, int32_t task,
-                                     int32_t event, unsigned long long needed) {
+                                     int32_t event, unsigned long long needed,
+                                     Blocked blocked) {
   const unsigned long long *counter = args.events + event;
-  unsigned long long seen = loadRelaxedGpu(counter);
+  unsigned long long seen = loadAcquireGpu(counter);
   if (seen >= needed)
     return 0;
-  publishWait(status, task, event, seen, needed);
+  blocked();
   const long long start = clock64();
-  long long nextCheck = start + kCheckCycles;
+  long long nextCheck = start + kQuietCycles;
+  bool published = false;
   unsigned sleepNs = 32;
-  for (int poll = 1;; ++poll) {
-    if (poll > kSpinPolls) {
+  for (long long now = start;;) {
+    if (now - start > kSpinCycles) {
       __nanosleep(sleepNs);
       sleepNs = sleepNs < kMaxSleepNs ? 2 * sleepNs : kMaxSleepNs;
     }
-    seen = loadRelaxedGpu(counter);
+    seen = loadAcquireGpu(counter);
     if (seen >= needed)
       return 0;
-    const long long now = clock64();
+    now = clock64();
     if (now < nextCheck)
       continue;
     nextCheck = now + kCheckCycles;
-    storeRelaxedSys(&status->seen, uint64_t(seen));
+    if (!published) {
+      publishWait(status, task, event, seen, needed);
+      published = true;
+    } else {
+      storeRelaxedSys(&status->seen, uint64_t(seen));
+    }
     if (loadRelaxedSys(args.abort_flag) != 0) {
-      publishError(status, kWorkerAborted);
+      fail(args, status, kWorkerAborted);
       return kWorkerAborted;
     }
     if (args.timeout_cycles != 0 &&
         static_cast<unsigned long long>(now - start) > args.timeout_cycles) {
-      publishError(status, kWorkerTimedOut);
-      raiseAbort(args);
+      fail(args, status, kWorkerTimedOut);
       return kWorkerTimedOut;
     }
   }
+}
+
+/// Leader: adds 1 to each event `rec` triggers. Release: the block's
+/// stores (ordered before by a barrier) happen before the adds; a task
+/// without work has none and triggers relaxed.
+__device__ __forceinline__ void triggerAll(const LoomKernelArgs &args,
+                                           const int32_t *rec, bool release) {
+  const int32_t counts = rec[3];
+  const int32_t triggers = records::numTriggers(counts);
+  const int32_t *t = rec + records::kHeaderWords +
+                     records::kWaitWords * records::numWaits(counts);
+  if (release && triggers == 1) {
+    redAddReleaseGpu(args.events + t[0], 1);
+    return;
+  }
+  if (release && triggers > 1)
+    fenceAcqRelGpu(); // one fence for all of the task's adds
+  for (int32_t i = 0; i < triggers; ++i)
+    redAddRelaxedGpu(args.events + t[i], 1);
 }
 
 /// The GPU's global timer (ns), the same on every SM.
@@ -181,71 +206,262 @@ __device__ __forceinline__ void storeTiming(LoomTaskTiming *at, uint64_t pick,
   at->epoch = static_cast<uint32_t>(epoch);
 }
 
+/// The leader's view of its worker's records in static mode: a window of
+/// shared memory holding words [base, end) of the worker's list.
+template <int kWindowWords> struct RecordWindow {
+  int32_t *words;  // shared, kWindowWords
+  uint64_t *bar;   // shared mbarrier of the bulk copy
+  const int32_t *list;
+  int32_t listWords;
+  int32_t base, end; // words [base, end) of the list are in `words`
+  uint32_t phase;
+
+  /// Starts copying words [from, from + kWindowWords) (or to the list's
+  /// end); finish() waits for them.
+  __device__ void start(int32_t from) {
+    from &= ~(records::kAlignWords - 1);
+    const int32_t n = min(kWindowWords, listWords - from);
+    fenceProxyAsyncShared(); // the generic reads of the old window first
+    mbarrierArriveExpectTx(bar, uint32_t(n) * 4u);
+    bulkCopyToShared(words, list + from, uint32_t(n) * 4u, bar);
+    base = from;
+    end = from + n;
+  }
+  __device__ void finish() {
+    mbarrierWait(bar, phase);
+    phase ^= 1u;
+  }
+  __device__ void load(int32_t from) {
+    start(from);
+    finish();
+  }
+
+  /// The record at `at` (a list offset), loading the window again when it
+  /// might not hold the whole record.
+  __device__ const int32_t *at(int32_t at, int32_t maxRecordWords) {
+    if (at + maxRecordWords > end && end < listWords)
+      load(at);
+    return words + (at - base);
+  }
+};
+
+/// L2 prefetches of the records' ranges (static mode): those after the task
+/// in hand while it runs, and its own when it has to wait for an event;
+/// at most `budget` bytes issued for tasks not yet done.
+struct Prefetcher {
+  const uint64_t *bindingData; // shared: the bindings' base addresses
+  uint32_t budget;
+  int32_t first;  // records [first, cursor) are issued and not yet done
+  int32_t cursor;
+  uint32_t ahead; // their bytes
+
+  /// Issues rows of `rec`'s ranges while under budget; returns the bytes.
+  __device__ uint32_t issue(const int32_t *rec) {
+    const int32_t counts = rec[3];
+    const int32_t *p = rec + records::kHeaderWords +
+                       records::kWaitWords * records::numWaits(counts) +
+                       records::kTriggerWords * records::numTriggers(counts);
+    uint32_t issued = 0;
+    // Kept until read: a body streaming other weights meanwhile would
+    // otherwise evict lines brought in for later.
+    const uint64_t policy = l2EvictLastPolicy();
+    for (int32_t i = 0; i < records::numPrefetches(counts);
+         ++i, p += records::kPrefetchWords) {
+      if (bindingData[p[0]] == 0)
+        continue;
+      const char *at = reinterpret_cast<const char *>(bindingData[p[0]]) +
+                       ((int64_t(uint32_t(p[2])) << 32) | uint32_t(p[1]));
+      const uint32_t rowBytes = uint32_t(p[3]);
+      for (int32_t r = 0; r < p[4]; ++r, at += p[5]) {
+        if (ahead + issued >= budget)
+          return issued;
+        const uint32_t n = min(rowBytes, budget - ahead - issued + 15u) & ~15u;
+        bulkPrefetchL2(at, n, policy);
+        issued += n;
+      }
+    }
+    return issued;
+  }
+
+  /// Issues the records from list offset `from` on, as far as the window
+  /// holds them and the budget goes.
+  template <int kWindowWords>
+  __device__ void from(int32_t at, const RecordWindow<kWindowWords> &w) {
+    if (cursor < at) {
+      first = cursor = at;
+      ahead = 0;
+    }
+    while (ahead < budget && cursor + records::kHeaderWords <= w.end) {
+      const int32_t *rec = w.words + (cursor - w.base);
+      if (rec[0] == records::kEndOfList ||
+          cursor + records::recordWords(rec[3]) > w.end)
+        return;
+      ahead += issue(rec);
+      cursor += records::recordWords(rec[3]);
+    }
+  }
+
+  /// The task at list offset `task` is done: its bytes no longer count.
+  __device__ void done(int32_t task, const int32_t *rec) {
+    if (task < first || task >= cursor)
+      return;
+    const int32_t counts = rec[3];
+    const int32_t *p = rec + records::kHeaderWords +
+                       records::kWaitWords * records::numWaits(counts) +
+                       records::kTriggerWords * records::numTriggers(counts);
+    uint32_t bytes = 0;
+    for (int32_t i = 0; i < records::numPrefetches(counts);
+         ++i, p += records::kPrefetchWords)
+      bytes += uint32_t(p[3]) * uint32_t(p[4]);
+    ahead = ahead > bytes ? ahead - bytes : 0;
+    first = task + records::recordWords(counts);
+  }
+};
+
 /// loomPersistentLoop's body; kProfile adds the timing records.
-template <int kThreads, bool kProfile, typename RunTask>
-__device__ void
-workerLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
-           const int32_t *workerTasks, const int32_t *waitBegin,
-           const int32_t *waitEvents, const int32_t *triggerBegin,
-           const int32_t *triggerEvents, const int32_t *eventNeeds,
-           int32_t numTasks, int32_t numEvents, int32_t mode,
-           RunTask runTask) {
+template <int kThreads, int kWindowWords, int kBindings, bool kProfile,
+          typename RunTask>
+__device__ void workerLoop(const LoomKernelArgs &args,
+                           const EngineSchedule &schedule, RunTask runTask) {
+  static_assert(kWindowWords % records::kAlignWords == 0,
+                "the window is copied in 16-byte units");
   extern __shared__ __align__(128) char loomDynamicSmem[];
-  __shared__ int32_t sTask;  // next task, -1: none left
-  __shared__ int32_t sWait;  // 0, or why thread 0 gave up waiting
+  __shared__ __align__(16) int32_t sWindow[kWindowWords];
+  __shared__ uint64_t sWindowBar;
+  __shared__ uint64_t sBindingData[kBindings];
+  __shared__ int32_t sTask, sFunction, sTile; // task in hand; -1: none left
+  __shared__ int32_t sWait;  // 0, or why the leader gave up waiting
   __shared__ int32_t sError; // a body's non-zero return
+  __shared__ int32_t sSkip;  // an earlier launch failed: do nothing
 
   const int32_t worker = static_cast<int32_t>(blockIdx.x);
   LoomWorkerStatus *status = args.status + worker;
   const bool leader = threadIdx.x == 0;
-  const bool dynamic = mode == LOOM_SCHEDULE_DYNAMIC;
-  int32_t pos = dynamic ? 0 : workerBegin[worker];
-  const int32_t end = dynamic ? 0 : workerBegin[worker + 1];
-  unsigned long long *queue = args.events + numEvents;
-  const unsigned long long ticketBase =
-      (args.epoch - 1) * static_cast<unsigned long long>(numTasks + gridDim.x);
-  if (leader)
-    sError = 0;
-  // Thread 0's timing of the task in hand (kProfile only).
+  const bool dynamic = schedule.mode == LOOM_SCHEDULE_DYNAMIC;
+  const bool prefetch = !dynamic && schedule.prefetchBudget != 0;
+  if (prefetch)
+    for (int32_t b = threadIdx.x; b < schedule.numBindings; b += kThreads) {
+      // The copy engine needs 16-byte aligned addresses: a buffer bound
+      // elsewhere gets no prefetch.
+      const uint64_t data = reinterpret_cast<uint64_t>(args.bindings[b].data);
+      sBindingData[b] = data % 16 == 0 ? data : 0;
+    }
+
+  // The leader's state lives in shared memory: only it reads it, and
+  // registers live across the body calls would be saved around each one by
+  // every thread.
+  __shared__ RecordWindow<kWindowWords> window;
+  __shared__ Prefetcher prefetcher;
+  __shared__ unsigned long long epoch, ticketBase;
+  __shared__ int32_t cursor;          // static: the next record's list offset
+  __shared__ const int32_t *record;   // the task in hand's record
+  __shared__ int64_t runtimeRows;     // tasks whose first row is past it are empty
+  __shared__ uint64_t entryNs, pickNs, startNs; // kProfile
+  unsigned long long *const queue = args.events + schedule.numEvents;
   LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
-  uint64_t entryNs = 0, pickNs = 0, startNs = 0;
-  if (kProfile && leader && profile)
-    entryNs = globalTimerNs();
+  if (leader) {
+    window.words = sWindow;
+    window.bar = &sWindowBar;
+    window.list = schedule.records + int64_t(worker) * schedule.stride;
+    window.listWords = schedule.stride;
+    window.base = window.end = 0;
+    window.phase = 0;
+    prefetcher.bindingData = sBindingData;
+    prefetcher.budget = schedule.prefetchBudget;
+    prefetcher.first = prefetcher.cursor = 0;
+    prefetcher.ahead = 0;
+    epoch = args.epoch;
+    cursor = 0;
+    record = nullptr;
+    runtimeRows = INT64_MAX;
+  }
+  if (leader) {
+    if (kProfile && profile)
+      entryNs = globalTimerNs();
+    sError = 0;
+    if (!dynamic) {
+      // The records first: the control words' loads overlap the copy.
+      mbarrierInit(&sWindowBar, 1);
+      window.start(0);
+    }
+    // An earlier launch failed: its counters no longer mean anything, so
+    // nothing runs and nothing is counted until the runtime resets them.
+    unsigned long long failed = 0, done = 0;
+    if (args.control) {
+      failed = loadRelaxedGpu(args.control + LOOM_CONTROL_FAILED);
+      done = loadRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker);
+    }
+    if (schedule.runtimeBinding >= 0)
+      runtimeRows = args.bindings[schedule.runtimeBinding].dims[0];
+    sSkip = failed != 0;
+    if (epoch == 0)
+      epoch = done + 1;
+    ticketBase = (epoch - 1) *
+                 static_cast<unsigned long long>(schedule.numTasks + gridDim.x);
+    if (!dynamic)
+      window.finish();
+  }
+  __syncthreads();
+  if (sSkip)
+    return;
 
   for (;;) {
-    // Thread 0 picks the task and waits for its inputs. sTask/sWait are
-    // rewritten only after the barrier that ends the previous body, which
-    // every thread passes after reading them.
+    // The leader picks the task and waits for its inputs. The shared task
+    // words are rewritten only after the barrier that ends the previous
+    // body, which every thread passes after reading them.
     if (leader) {
-      int32_t task = -1;
-      if (dynamic) {
-        unsigned long long ticket = fetchAddRelaxedGpu(queue, 1) - ticketBase;
-        if (ticket < static_cast<unsigned long long>(numTasks))
-          task = workerTasks[ticket];
-      } else if (pos < end) {
-        task = workerTasks[pos++];
-      }
-      int32_t wait = 0;
-      if (kProfile && profile)
-        pickNs = globalTimerNs();
-      if (task >= 0) {
-        for (int32_t i = waitBegin[task]; i < waitBegin[task + 1] && !wait;
-             ++i) {
-          int32_t e = waitEvents[i];
-          wait = awaitEvent(
-              args, status, task, e,
-              args.epoch * static_cast<unsigned long long>(eventNeeds[e]));
+      int32_t task = -1, function = 0, tile = 0, wait = 0;
+      // Tasks without work for this launch's sizes only trigger: no wait,
+      // no body, no barrier.
+      for (;;) {
+        task = -1;
+        if (dynamic) {
+          const unsigned long long ticket =
+              fetchAddRelaxedGpu(queue, 1) - ticketBase;
+          if (ticket < static_cast<unsigned long long>(schedule.numTasks)) {
+            record = schedule.records + schedule.queueOffsets[ticket];
+            task = record[0];
+          }
+        } else {
+          record = window.at(cursor, schedule.maxRecordWords);
+          task = record[0];
         }
-        if (!wait)
-          fenceAcqRelGpu(); // acquire: the producers' stores are visible
+        if (kProfile && profile)
+          pickNs = globalTimerNs();
+        if (task < 0 || record[4] == 0 || runtimeRows > record[4])
+          break;
+        triggerAll(args, record, /*release=*/false);
+        if (kProfile && profile)
+          storeTiming(profile + task, pickNs, pickNs, pickNs, worker, epoch);
+        if (!dynamic) {
+          if (prefetch)
+            prefetcher.done(cursor, record);
+          cursor += records::recordWords(record[3]);
+        }
+      }
+      if (task >= 0) {
+        function = record[1];
+        tile = record[2];
+        const int32_t waits = records::numWaits(record[3]);
+        const int32_t *w = record + records::kHeaderWords;
+        // A task that must wait brings its own weights (and the next
+        // tasks') on chip meanwhile; one that need not wait reads its own.
+        auto blocked = [&] {
+          if (prefetch)
+            prefetcher.from(cursor, window);
+        };
+        for (int32_t i = 0; i < waits && !wait; ++i, w += records::kWaitWords)
+          wait = awaitEvent(args, status, task, w[0],
+                            epoch * static_cast<unsigned long long>(w[1]),
+                            blocked);
+        if (prefetch && !wait)
+          prefetcher.from(cursor + records::recordWords(record[3]), window);
         if (kProfile && profile)
           startNs = globalTimerNs();
-#if LOOM_STATUS_EVERY_TASK
-        if (!wait)
-          publishWait(status, task, -1, 0, 0);
-#endif
       }
       sTask = task;
+      sFunction = function;
+      sTile = tile;
       sWait = wait;
     }
     __syncthreads();
@@ -253,80 +469,69 @@ workerLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
     if (task < 0)
       break;
     if (sWait != 0)
-      return; // status already says where and why
+      goto leave; // status already says where and why
 
-    const int32_t err = runTask(task, args, loomDynamicSmem);
-    if (err != 0)
-      sError = err;
-    // Ends the body: every thread's stores are ordered before thread 0's
-    // release below, and no thread still uses the shared memory.
-    if (__syncthreads_or(err != 0)) {
-      if (leader) {
-        publishWait(status, task, -1, 0, 0);
-        publishError(status, sError);
-        raiseAbort(args);
+    {
+      const int32_t err = runTask(sFunction, sTile, task, args, loomDynamicSmem);
+      if (err != 0)
+        sError = err;
+      // Ends the body: every thread's stores are ordered before the
+      // leader's release below, and no thread still uses the shared memory.
+      if (__syncthreads_or(err != 0)) {
+        if (leader) {
+          publishWait(status, task, -1, 0, 0);
+          fail(args, status, sError);
+        }
+        goto leave;
       }
-      return;
     }
     if (leader) {
-      // The body's end, read before the triggers: a consumer released by
-      // them starts after it, so records never show an effect before its
-      // cause.
       if (kProfile && profile)
         storeTiming(profile + task, pickNs, startNs, globalTimerNs(), worker,
-                    args.epoch);
-      const int32_t tb = triggerBegin[task], te = triggerBegin[task + 1];
-      if (tb < te) {
-        fenceAcqRelGpu(); // release: the body's stores before the adds
-        for (int32_t i = tb; i < te; ++i)
-          redAddRelaxedGpu(args.events + triggerEvents[i], 1);
+                    epoch);
+      triggerAll(args, record, /*release=*/true);
+      if (!dynamic) {
+        if (prefetch)
+          prefetcher.done(cursor, record);
+        cursor += records::recordWords(record[3]);
       }
     }
   }
-  if (leader) {
-    if (kProfile && profile)
-      storeTiming(profile + numTasks + worker, entryNs, entryNs,
-                  globalTimerNs(), worker, args.epoch);
-    publishWait(status, -1, -1, 0, 0);
-    publishError(status, 0);
-  }
+  if (kProfile && leader && profile)
+    storeTiming(profile + schedule.numTasks + worker, entryNs, entryNs,
+                globalTimerNs(), worker, epoch);
+leave:
+  // This worker has run launch `epoch` (DeviceAbi.h): its next one is the
+  // one after, whatever the host passes.
+  if (leader && args.control)
+    storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker, epoch);
 }
 
 } // namespace detail
 
 /// The worker loop; call it from the kernel with every thread of the block
 /// (blockDim.x == kThreads, one block per worker, gridDim.x == num_workers).
-/// `runTask(task, args, smem)` is called by all threads of the block with the
-/// dynamic shared memory; it returns 0 or an error code (block-uniform or
-/// not: any non-zero value of any thread counts). The tables are the
-/// program's (ProgramAbi.h) in device memory; `numEvents` locates the
-/// dynamic-mode queue counter at args.events[numEvents].
-template <int kThreads, typename RunTask>
-__device__ __forceinline__ void
-loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
-                   const int32_t *workerTasks, const int32_t *waitBegin,
-                   const int32_t *waitEvents, const int32_t *triggerBegin,
-                   const int32_t *triggerEvents, const int32_t *eventNeeds,
-                   int32_t numTasks, int32_t numEvents, int32_t mode,
-                   RunTask runTask) {
-  detail::workerLoop<kThreads, false>(
-      args, workerBegin, workerTasks, waitBegin, waitEvents, triggerBegin,
-      triggerEvents, eventNeeds, numTasks, numEvents, mode, runTask);
+/// `runTask(function, tile, task, args, smem)` is called by all threads of
+/// the block with the dynamic shared memory; it returns 0 or an error code
+/// (any non-zero value of any thread counts). kWindowWords: the shared
+/// window of records (>= schedule.maxRecordWords + 3); kBindings: the
+/// program's buffers (>= 1), whose addresses prefetches read.
+template <int kThreads, int kWindowWords, int kBindings, typename RunTask>
+__device__ __forceinline__ void loomPersistentLoop(const LoomKernelArgs &args,
+                                                   const EngineSchedule &s,
+                                                   RunTask runTask) {
+  detail::workerLoop<kThreads, kWindowWords, kBindings, false>(args, s,
+                                                               runTask);
 }
 
 /// loomPersistentLoop that also records per-task timings into args.profile
 /// (when it is not null); what `loomc --profile` emits.
-template <int kThreads, typename RunTask>
-__device__ __forceinline__ void
-loomProfiledLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
-                 const int32_t *workerTasks, const int32_t *waitBegin,
-                 const int32_t *waitEvents, const int32_t *triggerBegin,
-                 const int32_t *triggerEvents, const int32_t *eventNeeds,
-                 int32_t numTasks, int32_t numEvents, int32_t mode,
-                 RunTask runTask) {
-  detail::workerLoop<kThreads, true>(
-      args, workerBegin, workerTasks, waitBegin, waitEvents, triggerBegin,
-      triggerEvents, eventNeeds, numTasks, numEvents, mode, runTask);
+template <int kThreads, int kWindowWords, int kBindings, typename RunTask>
+__device__ __forceinline__ void loomProfiledLoop(const LoomKernelArgs &args,
+                                                 const EngineSchedule &s,
+                                                 RunTask runTask) {
+  detail::workerLoop<kThreads, kWindowWords, kBindings, true>(args, s,
+                                                              runTask);
 }
 
 } // namespace nvidia

@@ -142,12 +142,11 @@ Status CudaExecutor::allocate() {
                         ": cannot create its timing events");
     }
 
-  // One counter more than the events: dynamic mode's queue, which the
-  // device interpreter keeps at events[num_events]. Like the events it only
-  // grows. Zero-sized arrays still get a valid pointer: the kernel may form
-  // it.
-  const size_t eventBytes = (static_cast<size_t>(table_->numEvents()) + 1) *
-                            sizeof(unsigned long long);
+  // The events, dynamic mode's queue and the control words
+  // (deviceCounterCount); like the events they only grow. Zero-sized arrays
+  // still get a valid pointer: the kernel may form it.
+  const size_t eventBytes =
+      deviceCounterCount(*table_) * sizeof(unsigned long long);
   const size_t bindingBytes =
       std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   const int64_t workspaceBytes = table_->desc().workspace_bytes;
@@ -350,6 +349,8 @@ Status CudaExecutor::launch(const LaunchParams &params) {
       reinterpret_cast<volatile int32_t *>(hostDevice_ + abortOffset_);
   args.timeout_cycles = timeoutCycles_;
   args.profile = reinterpret_cast<LoomTaskTiming *>(profile_);
+  args.control = reinterpret_cast<unsigned long long *>(events_) +
+                 controlCounterOffset(*table_);
   void *kernelParams[] = {&args};
 
   // Queued: the start event is reached only when the gate opens, after the

@@ -141,10 +141,9 @@ Status HipExecutor::allocate() {
                         ": cannot create its timing events");
     }
 
-  // One counter more than the events: dynamic mode's queue, which the
-  // device interpreter keeps at events[num_events]. Like the events it only
-  // grows. Zero-sized arrays still get a valid pointer: the kernel may form
-  // it.
+  // The events, dynamic mode's queue and the control words
+  // (deviceCounterCount); like the events they only grow. Zero-sized arrays
+  // still get a valid pointer: the kernel may form it.
   const size_t eventBytes =
       deviceCounterCount(*table_) * sizeof(unsigned long long);
   const size_t bindingBytes =
@@ -335,6 +334,8 @@ Status HipExecutor::launch(const LaunchParams &params) {
   args.abort_flag = reinterpret_cast<volatile int32_t *>(
       offsetPtr(hostDevice_, abortOffset_));
   args.timeout_cycles = timeoutCycles_;
+  args.control = static_cast<unsigned long long *>(events_) +
+                 controlCounterOffset(*table_);
   void *kernelParams[] = {&args};
 
   // Queued: the start event is reached only when the gate opens, after the

@@ -102,10 +102,17 @@ Status checkCoResidency(const std::string &program,
 uint64_t deviceTimeoutCycles(uint32_t watchdogMs, int clockKHz);
 
 /// Counters a program allocates: its events, then dynamic mode's queue
-/// counter (args.events[num_events]), all zeroed once at load. Launch e
-/// waits for e * needs and takes tickets from (e - 1) * (num_tasks +
-/// num_workers), so nothing is reset between launches.
+/// counter (args.events[num_events]), then the control words (args.control,
+/// kernels/common/DeviceAbi.h: a header and one per worker), all zeroed
+/// once at load. Launch e waits for e * needs and takes tickets from (e - 1) *
+/// (num_tasks + num_workers), so nothing is reset between launches.
 inline size_t deviceCounterCount(const ProgramTable &table) {
+  return static_cast<size_t>(table.numEvents()) + 1 + LOOM_CONTROL_WORKERS +
+         static_cast<size_t>(table.numWorkers());
+}
+
+/// Where the control words start among those counters.
+inline size_t controlCounterOffset(const ProgramTable &table) {
   return static_cast<size_t>(table.numEvents()) + 1;
 }
 

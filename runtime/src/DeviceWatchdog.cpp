@@ -141,18 +141,11 @@ void StreamPoller::pause() {
   sleepUs_ = std::min(sleepUs_ * 2, kMaxSleepUs);
 }
 
-bool allWorkersDone(const std::vector<LoomWorkerStatus> &status) {
+bool anyWorkerLeft(const std::vector<LoomWorkerStatus> &status) {
   for (const LoomWorkerStatus &s : status)
-    if (s.task != kWorkerDone || s.error != 0)
-      return false;
-  return true;
-}
-
-bool noWorkerReported(const std::vector<LoomWorkerStatus> &status) {
-  for (const LoomWorkerStatus &s : status)
-    if (s.task != kWorkerNotStarted || s.error != 0)
-      return false;
-  return true;
+    if (s.error != 0)
+      return true;
+  return false;
 }
 
 bool bodyFailed(const LoomWorkerStatus &status) {
@@ -222,8 +215,8 @@ std::string describeWorkers(const ProgramTable &table,
        << " finished " << (finished == 1 ? "its" : "their") << " tasks)";
   if (silent)
     os << "\n  (" << silent << " worker" << (silent == 1 ? " has" : "s have")
-       << " not reported: not started, or running tasks that needed no "
-          "wait)";
+       << " not reported: running, finished or not started; a worker "
+          "writes its record after a long wait or a failure)";
   return os.str();
 }
 
@@ -233,8 +226,9 @@ std::string describeStall(const ProgramTable &table,
                           const std::vector<uint64_t> *counts) {
   std::ostringstream os;
   os << "program " << quoted(table.name()) << " launch " << epoch
-     << " stopped by the watchdog: no worker's status changed for " << timeoutMs
-     << " ms" << describeWorkers(table, status, counts);
+     << " stopped by the watchdog: no worker's status and no event count "
+        "changed for "
+     << timeoutMs << " ms" << describeWorkers(table, status, counts);
   return os.str();
 }
 
@@ -243,21 +237,11 @@ std::string describeDeviceTimeout(const ProgramTable &table,
                                   uint64_t epoch, uint64_t timeoutCycles,
                                   const std::vector<uint64_t> *counts) {
   std::ostringstream os;
-  if (!status.empty() && noWorkerReported(status)) {
-    // Most likely a kernel that does not write the records at all; a launch
-    // it finished cannot be told from one it gave up on.
-    os << "program " << quoted(table.name()) << " launch " << epoch
-       << ": the kernel ended without writing any worker's LoomWorkerStatus; "
-          "each worker must set its task to -1 when it finishes "
-          "(kernels/common/DeviceAbi.h, runtime/README.md)";
-    return os.str();
-  }
-  int unfinished = 0;
+  int left = 0;
   for (const LoomWorkerStatus &s : status)
-    unfinished += s.task != kWorkerDone;
+    left += s.error != 0;
   os << "program " << quoted(table.name()) << " launch " << epoch
-     << " ended with " << unfinished << " worker"
-     << (unfinished == 1 ? "" : "s")
+     << " ended with " << left << " worker" << (left == 1 ? "" : "s")
      << " unfinished: a wait gave up after timeout_cycles (" << timeoutCycles
      << " cycles)" << describeWorkers(table, status, counts);
   return os.str();
@@ -295,8 +279,15 @@ LaunchWatch watchLaunch(const ProgramTable &table,
   LaunchWatch w;
   std::vector<LoomWorkerStatus> now;
   snapshotWorkerStatus(status, numWorkers, &now);
+  // Workers write their records only after long waits, so quiet records
+  // are no stall while the event counts move: after half the timeout with
+  // no record changing the counts are read, and a stall is a further half
+  // with neither changing.
+  const uint32_t halfMs = std::max<uint32_t>(1, watchdogMs / 2);
   StallDetector detector;
-  detector.arm(watchdogMs, now, Clock::now());
+  detector.arm(halfMs, now, Clock::now());
+  bool haveCounts = false;
+  std::vector<uint64_t> lastCounts;
   Clock::time_point abortedAt;
   Clock::time_point nextLook = Clock::now() + kLookEvery;
   StreamPoller poller;
@@ -330,9 +321,15 @@ LaunchWatch watchLaunch(const ProgramTable &table,
       continue;
     }
     if (detector.stalled(now, at)) {
+      std::vector<uint64_t> counts = readCounts(hooks);
+      if (!haveCounts || counts != lastCounts) {
+        haveCounts = true;
+        lastCounts = std::move(counts);
+        detector.arm(halfMs, now, at);
+        continue;
+      }
       // The report is what the workers were doing when the flag went up; as
       // they leave they keep their records, but take it now regardless.
-      std::vector<uint64_t> counts = readCounts(hooks);
       w.stallReport =
           describeStall(table, now, epoch, watchdogMs, orNull(counts));
       abort(at);
@@ -347,9 +344,9 @@ Status endedLaunchStatus(const ProgramTable &table,
   if (anyTaskFailed(last))
     return Status(LOOMRT_ERROR_TASK_FAILED,
                   describeFailures(table, last, epoch));
-  // Every worker finished: a success, even if the flag went up just as the
-  // last task ended (no worker left early, so every count advanced).
-  if (allWorkersDone(last))
+  // No worker left early: a success, even if the flag went up just as the
+  // last task ended (every count advanced).
+  if (!anyWorkerLeft(last))
     return Status();
   if (watch.aborted)
     return Status(LOOMRT_ERROR_TIMEOUT, watch.stallReport);

@@ -7,11 +7,16 @@
 // it ends:
 //
 //   task >= 0, event >= 0   waiting for `event` to reach `needed` (last read:
-//                           `seen`)
+//                           `seen`), or was: a record stays until the next
 //   task >= 0, event == -1  running the body of `task`
 //   task == -1              finished its tasks
-//   task == -2              not started yet (written by the runtime before
-//                           each launch; the kernel overwrites it)
+//   task == -2              nothing to report (written by the runtime before
+//                           each launch)
+//
+// The NVIDIA kernel writes a record only after a wait has lasted about half
+// a millisecond and when a worker fails, so a healthy launch costs no PCIe
+// traffic; the AMD kernel also at each unsatisfied wait and at exit. A
+// launch succeeded when its kernel ended and no record has error != 0.
 //   error != 0, event == -1 the body of `task` failed with code `error`
 //   error != 0, event >= 0  the worker left that wait: -1 because the abort
 //                           flag was up, -2 because its own timeout_cycles
@@ -21,10 +26,10 @@
 // the report. The kernel raises the abort flag itself when a body fails or a
 // wait times out, so the other workers leave too.
 //
-// Progress is any change in any record: a worker moved to another task or
-// event, or saw a count move. Nothing changing for the watchdog timeout means
-// the launch is stuck, as on the host (so the timeout must exceed the longest
-// single task body).
+// Progress is any change in any record, or in the event counters (read
+// while the kernel runs when the records have been quiet a while). Nothing
+// changing for the watchdog timeout means the launch is stuck, as on the
+// host (so the timeout must exceed the longest single task body).
 //
 // A backend polls its stream through watchLaunch() and turns what it saw into
 // a Status with the …LaunchStatus helpers, so every GPU backend reports a
@@ -92,9 +97,8 @@ private:
   int sleepUs_ = 10;
 };
 
-bool allWorkersDone(const std::vector<LoomWorkerStatus> &status);
-/// Every record still as the runtime wrote it before the launch.
-bool noWorkerReported(const std::vector<LoomWorkerStatus> &status);
+/// A worker left the launch early: its body failed or it left a wait.
+bool anyWorkerLeft(const std::vector<LoomWorkerStatus> &status);
 /// A task body failed (error set while running a body, not while waiting).
 bool bodyFailed(const LoomWorkerStatus &status);
 bool anyTaskFailed(const std::vector<LoomWorkerStatus> &status);
@@ -154,7 +158,8 @@ struct LaunchWatch {
 
 /// Polls `hooks.busy` (StreamPoller) until the kernel ends, reading the
 /// records once a millisecond. A failed task body (its triggers will never
-/// come) or `watchdogMs` without any record changing raises the abort flag
+/// come) or `watchdogMs` without any record or event count changing raises
+/// the abort flag
 /// (the stall report is taken then, with the counters); a kernel still
 /// running `watchdogMs` after that is given up on (stillRunning: only a task
 /// body ignoring the flag can do that).
@@ -163,7 +168,7 @@ LaunchWatch watchLaunch(const ProgramTable &table,
                         uint32_t watchdogMs, const WatchHooks &hooks);
 
 /// A launch whose kernel ended without an API error, from the workers' last
-/// records: success when every worker finished (even if the flag went up as
+/// records: success when no worker left early (even if the flag went up as
 /// the last task ended), else the failed tasks (LOOMRT_ERROR_TASK_FAILED),
 /// the watchdog's report, or the device's own wait timeout
 /// (LOOMRT_ERROR_TIMEOUT).

@@ -4,11 +4,52 @@
 #include "passes/TaskModel.h"
 #include "targets/common/TaskTable.h"
 
+#include "kernels/common/WorkerRecords.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::loom;
+namespace records = ::loom::records;
+
+namespace {
+
+/// The largest window of records a worker keeps in shared memory, in words:
+/// a decoder stack's lists are longer and are walked a window at a time.
+constexpr int64_t kMaxWindowWords = 1024;
+
+int64_t roundUp(int64_t value, int64_t to) { return (value + to - 1) / to * to; }
+
+/// Task `t`'s prefetch ranges in root coordinates (weights only: graph
+/// arguments no task writes), 16-byte aligned and inside the buffer.
+void prefetchRanges(GraphOp graph, const TableTask &t, const GraphBounds &bounds,
+                    std::vector<records::Prefetch> &out) {
+  auto partition = t.op->getAttrOfType<PartitionAttr>(kPartitionAttr);
+  SmallVector<TaskLoad> loads;
+  getTaskLoads(t.op, partition, t.phase, t.tile, bounds, loads);
+  for (const TaskLoad &load : loads) {
+    auto located = locateRoot(load.buffer, bounds);
+    if (!located || located->first == kArenaRoot ||
+        graph.getArgRole(located->first) != Role::Weight)
+      continue;
+    auto type = cast<MemRefType>(
+        graph.getBodyBlock().getArgument(located->first).getType());
+    // Whole 16-byte units inside the buffer: the bulk copy engine's unit.
+    const int64_t limit = boundedBytes(type, bounds) / 16 * 16;
+    const int64_t begin = located->second + load.offset;
+    const int64_t first = begin / 16 * 16;
+    const int64_t last = roundUp(begin + load.rowBytes, 16);
+    const int64_t stride = load.rows > 1 ? load.stride : 0;
+    if (stride % 16 != 0 || last <= first ||
+        first + (load.rows - 1) * stride + (last - first) > limit)
+      continue; // the body reads these bytes itself
+    out.push_back({int32_t(located->first), first, last - first, load.rows,
+                   stride});
+  }
+}
+
+} // namespace
 
 LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
                                            const DeviceSpelling &spelling,
@@ -46,8 +87,8 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   llvm::DenseMap<std::pair<int64_t, int64_t>, int64_t> functionIndex;
   llvm::SmallVector<int64_t> addressBegin; // by functions index (shared)
   llvm::SmallVector<TileAddress> addresses;
-  os << "__device__ const int32_t dTaskFunction[] = {";
-  for (auto [i, task] : llvm::enumerate(table->tasks)) {
+  std::vector<int64_t> taskFunction; // the runTask case of each task
+  for (const TableTask &task : table->tasks) {
     int64_t opId = task.op->getAttrOfType<IntegerAttr>(kOpIdAttr).getInt();
     auto key = std::make_pair(opId, task.phase);
     auto [it, inserted] = functionIndex.try_emplace(key, functions.size());
@@ -58,47 +99,147 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
         llvm::append_range(addresses, calls[key].addresses);
       }
     }
-    os << (i % 16 == 0 ? "\n   " : "") << " "
-       << (shared ? calls[key].function : it->second) << ",";
+    taskFunction.push_back(shared ? calls[key].function : it->second);
   }
-  os << "};\n__device__ const int32_t dTaskTile[] = {";
-  for (auto [i, task] : llvm::enumerate(table->tasks))
-    os << (i % 16 == 0 ? "\n   " : "") << " " << task.tile << ",";
-  os << "};\n\n";
+  auto printTaskInts = [&](StringRef name, auto value) {
+    os << "__device__ const int32_t " << name << "[] = {";
+    for (size_t i = 0; i < table->tasks.size(); ++i)
+      os << (i % 16 == 0 ? "\n   " : "") << " " << value(i) << ",";
+    if (table->tasks.empty())
+      os << " 0";
+    os << "};\n";
+  };
+  if (!spelling.records) {
+    printTaskInts("dTaskFunction", [&](size_t i) { return taskFunction[i]; });
+    printTaskInts("dTaskTile", [&](size_t i) { return table->tasks[i].tile; });
+  }
   if (shared) {
-    os << "__device__ const int32_t dTaskAddresses[] = {";
-    for (auto [i, task] : llvm::enumerate(table->tasks)) {
+    printTaskInts("dTaskAddresses", [&](size_t i) {
+      const TableTask &task = table->tasks[i];
       int64_t opId = task.op->getAttrOfType<IntegerAttr>(kOpIdAttr).getInt();
-      os << (i % 16 == 0 ? "\n   " : "") << " "
-         << addressBegin[functionIndex[{opId, task.phase}]] << ",";
-    }
-    os << "};\n__device__ const LoomAddressRef dAddresses[] = {";
+      return addressBegin[functionIndex[{opId, task.phase}]];
+    });
+    os << "__device__ const LoomAddressRef dAddresses[] = {";
     for (auto [i, a] : llvm::enumerate(addresses))
       os << (i % 8 == 0 ? "\n   " : "") << " {" << a.binding << ", " << a.offset
          << "LL},";
     if (addresses.empty())
       os << " {-1, 0}"; // never an empty array
-    os << "};\n\n";
+    os << "};\n";
   }
-  table->printScheduleArrays(os, "__device__ const", "d");
+  os << "\n";
 
-  os << "\n" << spelling.runTaskQualifier
-     << " int32_t runTask(int32_t task, const LoomKernelArgs &args"
-     << dialect.extraParams << ") {\n"
+  // The schedule: packed records, or the task-table arrays.
+  int64_t windowWords = 0, stride = 0, maxRecordWords = 0;
+  const int64_t numBindings = std::max<int64_t>(1, table->buffers.size());
+  int64_t prefetchBudget = 0;
+  if (spelling.records) {
+    GraphBounds bounds = GraphBounds::of(graph);
+    std::vector<records::Task> tasks(table->tasks.size());
+    bool anyPrefetch = false;
+    for (auto [i, t] : llvm::enumerate(table->tasks)) {
+      records::Task &r = tasks[i];
+      r.id = int32_t(i);
+      r.function = int32_t(taskFunction[i]);
+      r.tile = int32_t(t.tile);
+      for (int64_t e : t.waits)
+        r.waits.push_back({int32_t(e), int32_t(table->eventNeeds[e])});
+      for (int64_t e : t.triggers)
+        r.triggers.push_back(int32_t(e));
+      if (spelling.prefetchBudget > 0)
+        prefetchRanges(graph, t, bounds, r.prefetches);
+      r.firstRow = int32_t(firstRuntimeRow(
+          t.op, t.op->getAttrOfType<PartitionAttr>(kPartitionAttr), t.phase,
+          t.tile, bounds));
+      anyPrefetch |= !r.prefetches.empty();
+      if (std::string why = records::unencodable(r); !why.empty())
+        return t.op->emitOpError("task ") << t.name << " " << why;
+    }
+    std::vector<int32_t> words, queueOffsets{0};
+    if (table->dynamic) {
+      std::vector<const records::Task *> queue;
+      for (int64_t id : table->queue)
+        queue.push_back(&tasks[id]);
+      records::QueueRecords packed = records::packQueue(queue);
+      words = std::move(packed.words);
+      queueOffsets = std::move(packed.offsets);
+      maxRecordWords = packed.maxRecordWords;
+    } else {
+      std::vector<std::vector<const records::Task *>> lists(table->workers);
+      for (auto [w, list] : llvm::enumerate(table->workerLists))
+        for (int64_t id : list)
+          lists[w].push_back(&tasks[id]);
+      records::StaticRecords packed = records::packStatic(lists);
+      words = std::move(packed.words);
+      stride = packed.stride;
+      maxRecordWords = packed.maxRecordWords;
+    }
+    windowWords = std::max(std::min(roundUp(stride, records::kAlignWords),
+                                    kMaxWindowWords),
+                           roundUp(maxRecordWords + records::kAlignWords - 1,
+                                   records::kAlignWords));
+    prefetchBudget = anyPrefetch ? spelling.prefetchBudget : 0;
+    os << "// " << words.size() << " words of records"
+       << (table->dynamic ? " in queue order" : ", " + std::to_string(stride) +
+                                                    " per worker")
+       << "; the longest record has " << maxRecordWords << " words.\n"
+       << "__device__ __align__(16) const int32_t dRecords[] = {";
+    // One record per line: task, function, tile, counts, first row, then
+    // waits (event, needs), triggers, prefetches; each worker's list padded.
+    auto printWords = [&](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i)
+        os << " " << words[i] << ",";
+    };
+    auto printList = [&](size_t begin, size_t end) {
+      size_t at = begin;
+      while (at < end) {
+        const bool last = words[at] == records::kEndOfList;
+        const size_t next =
+            last ? end : at + records::recordWords(words[at + 3]);
+        os << "\n   ";
+        printWords(at, next);
+        at = next;
+      }
+    };
+    if (table->dynamic) {
+      printList(0, words.size());
+    } else {
+      for (int64_t w = 0; w < table->workers; ++w) {
+        os << "\n    // worker " << w;
+        printList(size_t(w * stride), size_t((w + 1) * stride));
+      }
+    }
+    os << "};\n__device__ const int32_t dQueueOffsets[] = {";
+    for (auto [i, v] : llvm::enumerate(queueOffsets))
+      os << (i % 16 == 0 ? "\n   " : "") << " " << v << ",";
+    os << "};\n";
+  } else {
+    table->printScheduleArrays(os, "__device__ const", "d");
+  }
+
+  const std::string extra = dialect.extraParams;
+  os << "\n" << spelling.runTaskQualifier << " int32_t runTask("
+     << (spelling.records ? "int32_t function, int64_t tile, int32_t task"
+                          : "int32_t task")
+     << ", const LoomKernelArgs &args" << extra << ") {\n"
      << "  const LoomBinding *b = args.bindings;\n"
-     << "  char *ws = static_cast<char *>(args.workspace);\n"
-     << "  const int64_t tile = dTaskTile[task];\n";
+     << "  char *ws = static_cast<char *>(args.workspace);\n";
+  if (!spelling.records)
+    os << "  const int64_t tile = dTaskTile[task];\n"
+       << "  const int32_t function = dTaskFunction[task];\n";
   if (shared) {
     int64_t numShared = 0;
     for (auto &entry : calls)
       numShared = std::max(numShared, entry.second.function + 1);
     os << "  const LoomAddressRef *r = dAddresses + dTaskAddresses[task];\n"
-       << "  switch (dTaskFunction[task]) {\n";
+       << "  switch (function) {\n";
     for (int64_t index = 0; index < numShared; ++index)
       os << "  case " << index << ": return " << sharedTileFunctionName(index)
          << "(tile, b, ws, r" << dialect.extraArgs << ");\n";
   } else {
-    os << "  switch (dTaskFunction[task]) {\n";
+    if (spelling.records)
+      os << "  (void)task;\n";
+    os << "  switch (function) {\n";
     for (auto [index, key] : llvm::enumerate(functions))
       os << "  case " << index << ": return "
          << tileFunctionName(key.first, key.second) << "(tile, b, ws"
@@ -108,48 +249,48 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
 
   os << "extern \"C\" __global__ void " << spelling.kernelBounds << "\n"
      << info.kernelName << "(LoomKernelArgs args) {\n";
-  if (!spelling.tablePrefetch.empty()) {
-    // The int32 tables above, in bytes (the loop and runTask read them).
-    int64_t words = 3 * int64_t(table->tasks.size()) +
-                    2 * (table->tasks.size() + 1) +
-                    int64_t(table->eventNeeds.size()) + table->workers + 1;
-    for (const TableTask &t : table->tasks)
-      words += int64_t(t.waits.size() + t.triggers.size());
-    words += table->dynamic ? int64_t(table->queue.size())
-                            : int64_t(table->tasks.size());
-    if (shared)
-      words += int64_t(table->tasks.size()) + 3 * int64_t(addresses.size());
-    const int64_t bytes = 4 * words;
-    if (bytes <= kPrefetchTableBytes) {
-      os << "#if " << spelling.tablePrefetchGuard << "\n"
-         << "  " << spelling.tablePrefetch << "<kThreads>(\n"
-         << "      dTaskFunction, dTaskTile, dWorkerBegin, dWorkerTasks,\n"
-         << "      dTaskWaitBegin, dWaitEvents, dTaskTriggerBegin, "
-            "dTriggerEvents,\n"
-         << "      dEventNeeds"
-         << (shared ? ", dTaskAddresses, dAddresses" : "") << "); // about "
-         << bytes << " bytes\n"
-         << "#endif\n";
-    }
+  const std::string loop =
+      info.profile ? spelling.profiledLoop : spelling.persistentLoop;
+  const std::string mode =
+      table->dynamic ? "LOOM_SCHEDULE_DYNAMIC" : "LOOM_SCHEDULE_STATIC";
+  if (spelling.records) {
+    os << "  const loom::nvidia::EngineSchedule schedule{\n"
+       << "      dRecords, dQueueOffsets, " << stride << ", "
+       << table->tasks.size() << ", " << table->eventNeeds.size() << ", "
+       << mode << ",\n"
+       << "      " << maxRecordWords << ", " << table->buffers.size() << ", "
+       << prefetchBudget << "u, " << runtimeSizeArg(graph) << "};\n"
+       << "  " << loop << "<kThreads, " << windowWords << ", " << numBindings
+       << ">(\n"
+       << "      args, schedule,\n"
+       << "      [](int32_t function, int32_t tile, int32_t task,\n"
+       << "         const LoomKernelArgs &a" << extra << ") {\n"
+       << "        return runTask(function, tile, task, a" << dialect.extraArgs
+       << ");\n"
+       << "      });\n"
+       << "}\n";
+  } else {
+    os << "  " << loop << "<kThreads>(\n"
+       << "      args, dWorkerBegin, dWorkerTasks, dTaskWaitBegin, "
+          "dWaitEvents,\n"
+       << "      dTaskTriggerBegin, dTriggerEvents, dEventNeeds, "
+       << table->tasks.size() << ", " << table->eventNeeds.size() << ", "
+       << mode << ",\n"
+       << "      [](int32_t task, const LoomKernelArgs &a" << extra << ") {\n"
+       << "        return runTask(task, a" << dialect.extraArgs << ");\n"
+       << "      });\n"
+       << "}\n";
   }
-  os << "  " << (info.profile ? spelling.profiledLoop : spelling.persistentLoop)
-     << "<kThreads>(\n"
-     << "      args, dWorkerBegin, dWorkerTasks, dTaskWaitBegin, dWaitEvents,\n"
-     << "      dTaskTriggerBegin, dTriggerEvents, dEventNeeds, "
-     << table->tasks.size() << ", " << table->eventNeeds.size() << ", "
-     << (table->dynamic ? "LOOM_SCHEDULE_DYNAMIC" : "LOOM_SCHEDULE_STATIC")
-     << ",\n"
-     << "      [](int32_t task, const LoomKernelArgs &a" << dialect.extraParams
-     << ") {\n"
-     << "        return runTask(task, a" << dialect.extraArgs << ");\n"
-     << "      });\n"
-     << "}\n";
 
   // One worker block per SM / CU: give it all the shared memory a block may
   // have (the chip table's smem_per_block) less room for the loop's and the
-  // bodies' static __shared__ variables; every body fits in that.
-  info.dynamicSmemBytes =
-      int(graph.getTarget().getSmemPerBlock()) - kStaticSmemReserve;
+  // bodies' static __shared__ variables (the records window and binding
+  // addresses too); every body fits in that.
+  const int64_t loopStatic =
+      spelling.records ? 4 * windowWords + 8 * numBindings : 0;
+  info.dynamicSmemBytes = int(graph.getTarget().getSmemPerBlock() -
+                              kStaticSmemReserve - loopStatic);
+  info.prefetchBudget = prefetchBudget;
 
   llvm::SmallVector<std::string> kinds;
   for (Operation &op : graph.getBodyBlock())

@@ -33,6 +33,10 @@ struct DeviceKernelInfo {
   /// Shared tile functions (TileDialect::shareFunctions) even where the
   /// vendor's spelling does not ask for them (loomc --share-tile-functions).
   bool shareTileFunctions = false;
+  /// Records mode: bytes of coming weights each worker prefetches into L2
+  /// (loomc --l2-prefetch). On return: the budget the kernel got (0 when no
+  /// task has weights to prefetch).
+  int64_t prefetchBudget = 0;
 };
 
 /// How one vendor spells the device program.
@@ -52,16 +56,14 @@ struct DeviceSpelling {
   std::string bodiesFolder;
   /// Extra lines after `constexpr int kThreads` (e.g. static_asserts).
   std::string preamble;
-  /// A function template called by every thread at the kernel's entry with
-  /// all the task tables (by reference) when they are small
-  /// (kPrefetchTableBytes), inside `#if <tablePrefetchGuard>`; empty: none.
-  std::string tablePrefetch;
-  std::string tablePrefetchGuard;
+  /// The loop takes each worker's schedule as packed records
+  /// (kernels/common/WorkerRecords.h) and a loomc-made EngineSchedule
+  /// (kernels/nvidia/Interpreter.cuh) instead of the task-table arrays.
+  bool records = false;
+  /// Records mode: bytes of the coming tasks' weights a worker keeps
+  /// prefetching into L2 ahead of the task in hand; 0: no prefetch ranges.
+  int64_t prefetchBudget = 0;
 };
-
-/// Task tables up to this size are handed to DeviceSpelling::tablePrefetch:
-/// a few lines per thread of a block. A decoder stack's are megabytes.
-constexpr int64_t kPrefetchTableBytes = 64 << 10;
 
 /// Static shared memory / LDS the dynamic size leaves to the loop's and the
 /// bodies' own `__shared__` variables.

@@ -34,16 +34,8 @@ public:
   TileWriter(GraphOp graph, const TileDialect &dialect, llvm::raw_ostream &out)
       : graph(graph), dialect(dialect), out(out) {
     bounds = GraphBounds::of(graph);
-    // The runtime leading size (batch, or packed tokens) comes from the
-    // first input whose leading dimension is dynamic.
-    for (BlockArgument arg : graph.getBodyBlock().getArguments()) {
-      auto type = cast<MemRefType>(arg.getType());
-      if (graph.getArgRole(arg.getArgNumber()) == Role::Input &&
-          type.getRank() > 0 && type.isDynamicDim(0)) {
-        runtimeArg = arg.getArgNumber();
-        break;
-      }
-    }
+    // The runtime leading size (batch, or packed tokens).
+    runtimeArg = runtimeSizeArg(graph);
   }
 
   /// `(T *)` pointer expression of a buffer operand.

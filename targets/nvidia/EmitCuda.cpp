@@ -30,8 +30,10 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   spelling.persistentLoop = "loom::nvidia::loomPersistentLoop";
   spelling.profiledLoop = "loom::nvidia::loomProfiledLoop";
   spelling.bodiesFolder = "kernels/nvidia/sm90";
-  spelling.tablePrefetch = "loom::nvidia::prefetchTablesL2";
-  spelling.tablePrefetchGuard = "LOOM_PREFETCH_TABLES";
+  spelling.records = true;
+  // Off unless asked for: on the H200 every budget tried made the decoder
+  // and the engine benchmark's stream slower (bench/engine/README.md).
+  spelling.prefetchBudget = std::max<int64_t>(0, info.prefetchBudget);
   return emitDeviceKernel(graph, spelling, source, info);
 }
 

@@ -1379,22 +1379,25 @@ constexpr int kChainWidth = 256; // one int per thread per chain link
 constexpr int kDiamN = 4096;
 
 struct ToyRun {
-  const int32_t *kind;
-  const int32_t *arg;
   int32_t *chain;   // [links][256]
   int32_t *diamA;   // [4096]
   int32_t *diamB;   // [fan * 64]
   int32_t *diamOut; // [epochs]
   int32_t fan;
-  __device__ int32_t operator()(int32_t task, const LoomKernelArgs &args,
-                                char *smem) const {
+  /// The record's function is the task's kind, its tile the argument.
+  __device__ int32_t operator()(int32_t kind, int32_t arg, int32_t task,
+                                const LoomKernelArgs &args, char *smem) const {
     const int t = threadIdx.x;
-    const int32_t epoch = int32_t(args.epoch);
-    switch (kind[task]) {
+    // The loop's launch number: args.epoch, or (0) this worker's count.
+    const int32_t epoch =
+        args.epoch
+            ? int32_t(args.epoch)
+            : int32_t(args.control[LOOM_CONTROL_WORKERS + blockIdx.x] + 1);
+    switch (kind) {
     case kChain: {
       // Link i reads what another thread of another block wrote in link
       // i - 1: the event protocol must publish every thread's stores.
-      const int32_t i = arg[task];
+      const int32_t i = arg;
       chain[i * kChainWidth + t] =
           i == 0 ? 1000 * epoch + t
                  : chain[(i - 1) * kChainWidth + (t + 1) % kChainWidth] + 1;
@@ -1405,7 +1408,7 @@ struct ToyRun {
         diamA[j] = epoch + j;
       return 0;
     case kDiamB: {
-      const int32_t k = arg[task];
+      const int32_t k = arg;
       if (t < 64)
         diamB[k * 64 + t] = 2 * diamA[(k * 64 + t + 17) % kDiamN];
       return 0;
@@ -1432,18 +1435,12 @@ struct ToyRun {
   }
 };
 
-struct ToyTables {
-  const int32_t *workerBegin, *workerTasks, *waitBegin, *waitEvents,
-      *triggerBegin, *triggerEvents, *eventNeeds;
-  int32_t numTasks, numEvents, mode;
-};
+/// A toy schedule's records window: large enough for every toy list.
+constexpr int kToyWindowWords = 256;
 
 __global__ void __launch_bounds__(kThreads, 1)
-    loopKernel(LoomKernelArgs args, ToyTables t, ToyRun run) {
-  lnv::loomPersistentLoop<kThreads>(args, t.workerBegin, t.workerTasks,
-                                    t.waitBegin, t.waitEvents, t.triggerBegin,
-                                    t.triggerEvents, t.eventNeeds, t.numTasks,
-                                    t.numEvents, t.mode, run);
+    loopKernel(LoomKernelArgs args, lnv::EngineSchedule s, ToyRun run) {
+  lnv::loomPersistentLoop<kThreads, kToyWindowWords, 1>(args, s, run);
 }
 
 /// A task table under construction (host side).
@@ -1468,60 +1465,50 @@ struct ToyProgram {
   }
 };
 
-/// Device copies of a ToyProgram's arrays; tasks in id order are a
-/// topological order (each task waits only on lower ids).
+/// A ToyProgram's records (kernels/common/WorkerRecords.h) on the device;
+/// tasks in id order are a topological order (each task waits only on
+/// lower ids), which is also the dynamic queue's order.
 struct ToyDevice {
-  Dev<int32_t> workerBegin, workerTasks, waitBegin, waitEvents, triggerBegin,
-      triggerEvents, needs, kind, arg;
+  Dev<int32_t> records, queueOffsets;
+  lnv::EngineSchedule schedule{};
   int32_t numTasks, numEvents;
-
-  static std::vector<int32_t>
-  flatten(const std::vector<std::vector<int32_t>> &v,
-          std::vector<int32_t> &begin) {
-    std::vector<int32_t> flat;
-    begin.assign(1, 0);
-    for (const auto &x : v) {
-      flat.insert(flat.end(), x.begin(), x.end());
-      begin.push_back(int32_t(flat.size()));
-    }
-    if (flat.empty())
-      flat.push_back(0);
-    return flat;
-  }
 
   ToyDevice(const ToyProgram &p, bool dynamic)
       : numTasks(int32_t(p.kind.size())), numEvents(p.numEvents) {
-    std::vector<int32_t> wb, wt, waitB, trigB;
-    if (dynamic) {
-      wt.resize(numTasks);
-      std::iota(wt.begin(), wt.end(), 0);
-      wb.assign(p.numWorkers + 1, 0);
-    } else {
-      std::vector<std::vector<int32_t>> lists(p.numWorkers);
-      for (int32_t t = 0; t < numTasks; ++t)
-        lists[p.worker[t]].push_back(t);
-      wt = flatten(lists, wb);
+    std::vector<loom::records::Task> tasks(numTasks);
+    for (int32_t t = 0; t < numTasks; ++t) {
+      tasks[t] = {t, p.kind[t], p.arg[t], {}, p.triggers[t], {}};
+      for (int32_t e : p.waits[t])
+        tasks[t].waits.push_back({e, p.needs[e]});
     }
-    auto we = flatten(p.waits, waitB), te = flatten(p.triggers, trigB);
-    auto put = [](Dev<int32_t> &d, const std::vector<int32_t> &v) {
-      d = Dev<int32_t>(v);
-    };
-    put(workerBegin, wb);
-    put(workerTasks, wt);
-    put(waitBegin, waitB);
-    put(waitEvents, we);
-    put(triggerBegin, trigB);
-    put(triggerEvents, te);
-    put(needs, p.needs);
-    put(kind, p.kind);
-    put(arg, p.arg);
-  }
-
-  ToyTables tables(int32_t mode) const {
-    return {workerBegin.p, workerTasks.p,  waitBegin.p,
-            waitEvents.p,  triggerBegin.p, triggerEvents.p,
-            needs.p,       numTasks,       numEvents,
-            mode};
+    schedule.numTasks = numTasks;
+    schedule.numEvents = numEvents;
+    schedule.runtimeBinding = -1;
+    if (dynamic) {
+      std::vector<const loom::records::Task *> queue;
+      for (const auto &t : tasks)
+        queue.push_back(&t);
+      loom::records::QueueRecords r = loom::records::packQueue(queue);
+      records = Dev<int32_t>(r.words);
+      queueOffsets = Dev<int32_t>(r.offsets);
+      schedule.maxRecordWords = r.maxRecordWords;
+      schedule.mode = LOOM_SCHEDULE_DYNAMIC;
+    } else {
+      std::vector<std::vector<const loom::records::Task *>> lists(
+          p.numWorkers);
+      for (int32_t t = 0; t < numTasks; ++t)
+        lists[p.worker[t]].push_back(&tasks[t]);
+      loom::records::StaticRecords r = loom::records::packStatic(lists);
+      if (r.maxRecordWords + loom::records::kAlignWords > kToyWindowWords)
+        std::abort();
+      records = Dev<int32_t>(r.words);
+      queueOffsets = Dev<int32_t>(std::vector<int32_t>{0});
+      schedule.stride = r.stride;
+      schedule.maxRecordWords = r.maxRecordWords;
+      schedule.mode = LOOM_SCHEDULE_STATIC;
+    }
+    schedule.records = records.p;
+    schedule.queueOffsets = queueOffsets.p;
   }
 };
 
@@ -1552,9 +1539,11 @@ struct Watch {
   }
 };
 
+/// `events` holds the events, the queue and the control words (a header
+/// and one per worker); epoch 0 takes the launch number from them.
 void launchLoop(const ToyDevice &d, const ToyRun &run, Watch &watch,
                 unsigned long long *events, unsigned long long epoch,
-                unsigned long long timeoutCycles, int32_t mode, int32_t workers,
+                unsigned long long timeoutCycles, int32_t workers,
                 cudaStream_t stream) {
   LoomKernelArgs args{};
   args.bindings = nullptr;
@@ -1564,12 +1553,19 @@ void launchLoop(const ToyDevice &d, const ToyRun &run, Watch &watch,
   args.status = watch.dStatus;
   args.abort_flag = watch.dAbort;
   args.timeout_cycles = timeoutCycles;
-  ToyTables t = d.tables(mode);
+  args.control = events + d.numEvents + 1;
+  lnv::EngineSchedule s = d.schedule;
   ToyRun r = run;
-  void *params[] = {&args, &t, &r};
+  void *params[] = {&args, &s, &r};
   CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(loopKernel),
                                          dim3(workers), dim3(kThreads), params,
                                          1024, stream));
+}
+
+/// Zeroed counters: events, the queue, the control words.
+Dev<unsigned long long> toyCounters(const ToyProgram &p) {
+  return Dev<unsigned long long>(std::vector<unsigned long long>(
+      p.numEvents + 1 + LOOM_CONTROL_WORKERS + p.numWorkers, 0));
 }
 
 int32_t numSms() {
@@ -1607,23 +1603,14 @@ void testLoopEpochs(bool dynamic) {
 
   Dev<int32_t> chain(links * kChainWidth), diamA(kDiamN), diamB(fan * 64),
       diamOut(std::vector<int32_t>(epochs, -1));
-  Dev<unsigned long long> events(
-      std::vector<unsigned long long>(p.numEvents + 1, 0));
-  ToyRun run{d.kind.p, d.arg.p, chain.p, diamA.p, diamB.p, diamOut.p, fan};
+  Dev<unsigned long long> events = toyCounters(p);
+  ToyRun run{chain.p, diamA.p, diamB.p, diamOut.p, fan};
   Watch watch(W);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   bool ok = true;
   std::string detail;
-  double totalMs = 0;
-  for (int32_t e = 1; e <= epochs; ++e) {
-    watch.reset();
-    auto t0 = std::chrono::steady_clock::now();
-    launchLoop(d, run, watch, events.p, e, 0, dynamic ? 1 : 0, W, stream);
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    totalMs += std::chrono::duration<double, std::milli>(
-                   std::chrono::steady_clock::now() - t0)
-                   .count();
+  auto checkChain = [&](int32_t e) {
     auto c = chain.get();
     for (int32_t t = 0; t < kChainWidth; ++t) {
       const int32_t want = 1000 * e + (t + links - 1) % kChainWidth + links - 1;
@@ -1632,27 +1619,45 @@ void testLoopEpochs(bool dynamic) {
         detail += " chain[" + std::to_string(t) +
                   "]=" + std::to_string(c[(links - 1) * kChainWidth + t]) +
                   " want " + std::to_string(want);
-        break;
+        return;
       }
     }
+  };
+  // Launches 1 and 2 carry their number (the runtime's launches); 3 to 5
+  // are queued back to back with epoch 0, numbered by the device alone.
+  const int32_t hostNumbered = 2;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int32_t e = 1; e <= epochs; ++e) {
+    launchLoop(d, run, watch, events.p, e <= hostNumbered ? e : 0, 0, W,
+               stream);
+    if (e <= hostNumbered || e == epochs) {
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      checkChain(e);
+    }
+  }
+  const double totalMs = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
+  auto out = diamOut.get();
+  for (int32_t e = 1; e <= epochs; ++e) {
     int64_t want = 0;
     for (int32_t j = 0; j < fan * 64; ++j)
       want += 2 * (e + (j + 17) % kDiamN);
-    const int32_t got = diamOut.get()[e - 1];
-    if (got != want) {
+    if (out[e - 1] != want) {
       ok = false;
-      detail +=
-          " diamond " + std::to_string(got) + " want " + std::to_string(want);
+      detail += " diamond of launch " + std::to_string(e) + ": " +
+                std::to_string(out[e - 1]) + " want " + std::to_string(want);
     }
-    for (int32_t w = 0; w < W; ++w)
-      if (watch.at(w).task != -1 || watch.at(w).error != 0) {
-        ok = false;
-        detail += " worker " + std::to_string(w) +
-                  " status task=" + std::to_string(watch.at(w).task) +
-                  " error=" + std::to_string(watch.at(w).error);
-        break;
-      }
   }
+  // A healthy launch writes no status: every record is as reset.
+  for (int32_t w = 0; w < W; ++w)
+    if (watch.at(w).task != -2 || watch.at(w).error != 0) {
+      ok = false;
+      detail += " worker " + std::to_string(w) +
+                " status task=" + std::to_string(watch.at(w).task) +
+                " error=" + std::to_string(watch.at(w).error);
+      break;
+    }
   auto ev = events.get();
   for (int32_t e = 0; e < p.numEvents; ++e)
     if (ev[e] != uint64_t(epochs) * p.needs[e]) {
@@ -1667,6 +1672,17 @@ void testLoopEpochs(bool dynamic) {
     detail += " queue " + std::to_string(ev[p.numEvents]) + " want " +
               std::to_string(wantQueue);
   }
+  const unsigned long long *control = ev.data() + p.numEvents + 1;
+  for (int32_t w = 0; w < W; ++w)
+    if (control[LOOM_CONTROL_WORKERS + w] != uint64_t(epochs) ||
+        control[LOOM_CONTROL_FAILED] != 0) {
+      ok = false;
+      detail += " control of worker " + std::to_string(w) + ": " +
+                std::to_string(control[LOOM_CONTROL_WORKERS + w]) +
+                " launches, failed " +
+                std::to_string(control[LOOM_CONTROL_FAILED]);
+      break;
+    }
   char buf[128];
   std::snprintf(buf, sizeof buf, "W=%d tasks=%d events=%d, %.3f ms/launch", W,
                 d.numTasks, p.numEvents, totalMs / epochs);
@@ -1688,16 +1704,15 @@ void testLoopDeadlock(bool useAbortFlag) {
   p.addTask(kNop, 0, 1, {after0}, {});
   p.addTask(kNop, 0, 2, {}, {}); // an innocent worker finishes
   ToyDevice d(p, false);
-  Dev<unsigned long long> events(
-      std::vector<unsigned long long>(p.numEvents + 1, 0));
-  ToyRun run{d.kind.p, d.arg.p, nullptr, nullptr, nullptr, nullptr, 0};
+  Dev<unsigned long long> events = toyCounters(p);
+  ToyRun run{nullptr, nullptr, nullptr, nullptr, 0};
   Watch watch(W);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const unsigned long long epoch = 3; // any epoch: needs scale with it
   const unsigned long long timeout = useAbortFlag ? 0 : 20000000ull; // ~10 ms
   auto t0 = std::chrono::steady_clock::now();
-  launchLoop(d, run, watch, events.p, epoch, timeout, 0, W, stream);
+  launchLoop(d, run, watch, events.p, epoch, timeout, W, stream);
   bool ok = true;
   std::string detail;
   if (useAbortFlag) {
@@ -1736,7 +1751,11 @@ void testLoopDeadlock(bool useAbortFlag) {
   if (!useAbortFlag && s0.error != lnv::kWorkerTimedOut &&
       s1.error != lnv::kWorkerTimedOut)
     ok = false;
-  if (s2.task != -1 || s2.error != 0)
+  // The innocent worker finished: a healthy worker writes no status.
+  if (s2.task != -2 || s2.error != 0)
+    ok = false;
+  // Later launches must see that this one failed.
+  if (events.get()[p.numEvents + 1 + LOOM_CONTROL_FAILED] != 1)
     ok = false;
   if (*reinterpret_cast<volatile int32_t *>(watch.abortFlag) != 1)
     ok = false;
@@ -1762,18 +1781,18 @@ void testLoopBodyError() {
   p.addTask(kFail, 0, 0, {}, {e0});
   p.addTask(kNop, 0, 1, {e0}, {});
   ToyDevice d(p, false);
-  Dev<unsigned long long> events(
-      std::vector<unsigned long long>(p.numEvents + 1, 0));
-  ToyRun run{d.kind.p, d.arg.p, nullptr, nullptr, nullptr, nullptr, 0};
+  Dev<unsigned long long> events = toyCounters(p);
+  ToyRun run{nullptr, nullptr, nullptr, nullptr, 0};
   Watch watch(W);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  launchLoop(d, run, watch, events.p, 1, 0, 0, W, stream);
+  launchLoop(d, run, watch, events.p, 1, 0, W, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   const volatile LoomWorkerStatus &s0 = watch.at(0), &s1 = watch.at(1);
   const bool ok = s0.task == 0 && s0.event == -1 && s0.error == 7 &&
                   s1.task == 1 && s1.event == e0 &&
-                  s1.error == lnv::kWorkerAborted && events.get()[e0] == 0;
+                  s1.error == lnv::kWorkerAborted && events.get()[e0] == 0 &&
+                  events.get()[p.numEvents + 1 + LOOM_CONTROL_FAILED] == 1;
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "w0 task=%d error=%d; w1 task=%d event=%d error=%d", s0.task,

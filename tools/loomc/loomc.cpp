@@ -103,6 +103,13 @@ cl::opt<bool> shareTileFunctions(
              "for NVIDIA it runs the same code path on a GPU)"),
     cl::init(false), cl::Hidden, cl::cat(loomcCategory));
 
+cl::opt<int64_t> l2Prefetch(
+    "l2-prefetch",
+    cl::desc("NVIDIA targets: bytes of the coming tasks' weights each worker "
+             "keeps prefetching into L2 (an experiment, measured slower on "
+             "the H200; default 0: none)"),
+    cl::init(0), cl::cat(loomcCategory));
+
 cl::opt<uint64_t> seed("seed", cl::desc("--run: random seed (default: fresh, printed)"),
                        cl::init(0), cl::cat(loomcCategory));
 cl::opt<int> launches("launches", cl::desc("--run: launches in a row"),
@@ -351,6 +358,7 @@ int main(int argc, char **argv) {
   mlir::loom::DeviceKernelInfo kernelInfo;
   kernelInfo.profile = profileTasks;
   kernelInfo.shareTileFunctions = shareTileFunctions;
+  kernelInfo.prefetchBudget = l2Prefetch;
   if (needsCode) {
     graph = *module->getOps<mlir::loom::GraphOp>().begin();
     std::string source;
@@ -370,7 +378,8 @@ int main(int argc, char **argv) {
             {"block", json::Array{kernelInfo.threadsPerBlock, 1, 1}},
             {"dynamic_shared_bytes", kernelInfo.dynamicSmemBytes},
             {"cooperative", true},
-            {"bodies", kernelInfo.bodies}};
+            {"bodies", kernelInfo.bodies},
+            {"l2_prefetch_bytes", std::max<int64_t>(0, kernelInfo.prefetchBudget)}};
       std::string text;
       raw_string_ostream os(text);
       mlir::loom::printMetadataJson(os, json::Value(std::move(metadata)));
