@@ -77,11 +77,12 @@ constexpr long long kQuietCycles = 1 << 20;
 /// 2^16 cycles, 68 waiting blocks made about 30 working ones 5-40x slower on
 /// the H200; from 2^20 up, none. Abort and timeout are noticed this late.
 constexpr long long kCheckCycles = 1 << 22;
-/// Clock cycles a wait polls without sleeping (~66 us) before the backoff
+/// Clock cycles a wait polls without sleeping (~1 ms) before the backoff
 /// starts, and the sleep cap (ns), which bounds the latency a satisfied
-/// wait adds to the critical path. A worker waiting out a dependency chain
-/// is usually woken within the spin: a sleeping one adds up to the cap.
-constexpr long long kSpinCycles = 1 << 17;
+/// wait adds to the critical path. Polls cost one L2 read each and nothing
+/// else runs on a waiting worker's SM, so waits of a launch's length spin:
+/// a sleeping worker adds up to the cap (and its wake-up) to every hop.
+constexpr long long kSpinCycles = 1 << 21;
 constexpr unsigned kMaxSleepNs = 256;
 
 /// What the emitted kernel hands the loop (WorkerRecords.h).
