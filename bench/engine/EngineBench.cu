@@ -106,11 +106,38 @@ __device__ __forceinline__ uint64_t evictFirstPolicy() {
 }
 
 struct Bodies {
-  int32_t *links;          // chain: links[i] = links[i - 1] + 1
+  int32_t *links;          // chain: the launch number each link saw
   const uint4 *stream;     // stream: the words summed
   unsigned long long *sums; // per worker
   int64_t chunkWords;      // uint4 per kSum task
   long long spinCycles;    // kSpin
+
+  /// Adds chunk `c`'s words into this worker's sum: 4 independent 16-byte
+  /// loads in flight per thread (evict-first: marked first to leave L2).
+  template <bool kEvictFirst>
+  __device__ int32_t sumChunk(int32_t c) const {
+    const uint4 *at = stream + int64_t(c) * chunkWords;
+    const uint64_t policy = kEvictFirst ? evictFirstPolicy() : 0;
+    unsigned long long s = 0;
+    for (int64_t i = threadIdx.x; i < chunkWords; i += 4 * kThreads) {
+      uint4 v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t k = i + j * kThreads;
+        v[j] = k >= chunkWords ? make_uint4(0, 0, 0, 0)
+               : kEvictFirst   ? loadWithPolicy(at + k, policy)
+                               : at[k];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        s += uint64_t(v[j].x) + v[j].y + v[j].z + v[j].w;
+    }
+    for (int o = 16; o; o >>= 1)
+      s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x % 32 == 0)
+      atomicAdd(sums + blockIdx.x, s);
+    return 0;
+  }
 
   __device__ int32_t operator()(int32_t kind, int32_t arg, int32_t,
                                 const LoomKernelArgs &args, char *) const {
@@ -124,31 +151,9 @@ struct Bodies {
             args.control[LOOM_CONTROL_WORKERS + blockIdx.x] + 1);
       return 0;
     case kSum:
-    case kSumEvictFirst: {
-      const uint4 *at = stream + int64_t(arg) * chunkWords;
-      const uint64_t policy = evictFirstPolicy();
-      unsigned long long s = 0;
-      // 4 independent 16-byte loads in flight per thread.
-      for (int64_t i = threadIdx.x; i < chunkWords; i += 4 * kThreads) {
-        uint4 v[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (i + j * kThreads >= chunkWords)
-            v[j] = make_uint4(0, 0, 0, 0);
-          else if (kind == kSumEvictFirst)
-            v[j] = loadWithPolicy(at + i + j * kThreads, policy);
-          else
-            v[j] = at[i + j * kThreads];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          s += uint64_t(v[j].x) + v[j].y + v[j].z + v[j].w;
-      }
-      for (int o = 16; o; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-      if (threadIdx.x % 32 == 0)
-        atomicAdd(sums + blockIdx.x, s);
-      return 0;
-    }
+      return sumChunk<false>(arg);
+    case kSumEvictFirst:
+      return sumChunk<true>(arg);
     case kSpin:
       if (threadIdx.x == 0) {
         const long long until = clock64() + spinCycles;
@@ -420,25 +425,37 @@ void benchEmpty(int W, Timer &t) {
   Program p{W};
   for (int w = 0; w < W; ++w)
     p.task(w, kNop, 0, {}, {});
-  for (int smem : {0, big}) {
-    Engine e(p, nullptr, 0, smem);
-    Bodies b{};
-    auto eng = t.time(reps, [&] { e.launch(b); });
-    auto plain = t.time(reps, [&] {
-      void *none[] = {nullptr};
-      CUDA_CHECK(cudaLaunchCooperativeKernel(
-          reinterpret_cast<void *>(emptyKernel), dim3(W), dim3(kThreads), none,
-          smem, 0));
-    });
-    const bool ok = e.healthy(uint64_t(3 + 2 * reps));
-    const std::string s = smem ? " " + std::to_string(smem / 1024) + "KB" : " 0KB";
-    add({"empty single" + s, "us per launch, one launch between events",
-         eng.first, plain.first, eng.first / plain.first, "<= 1.3",
-         eng.first <= 1.3 * plain.first, ok, ""});
-    add({"empty b2b" + s, "us per launch, back to back", eng.second,
-         plain.second, eng.second / plain.second, "<= 1.3",
-         eng.second <= 1.3 * plain.second, ok, ""});
-  }
+  // Launches numbered on the device (stream-ordered: the control words),
+  // and by the host (the runtime's: none), each with 0 and all the dynamic
+  // shared memory a block may have.
+  for (bool hostNumbered : {false, true})
+    for (int smem : {0, big}) {
+      Engine e(p, nullptr, 0, smem);
+      Bodies b{};
+      uint64_t n = 0;
+      auto eng = t.time(reps, [&] {
+        if (hostNumbered)
+          e.args.epoch = ++n;
+        e.launch(b);
+      });
+      auto plain = t.time(reps, [&] {
+        void *none[] = {nullptr};
+        CUDA_CHECK(cudaLaunchCooperativeKernel(
+            reinterpret_cast<void *>(emptyKernel), dim3(W), dim3(kThreads),
+            none, smem, 0));
+      });
+      // Host-numbered launches leave the control words alone.
+      const bool ok = e.healthy(hostNumbered ? 0 : uint64_t(3 + 2 * reps));
+      const std::string s = std::string(hostNumbered ? " host#" : "") +
+                            (smem ? " " + std::to_string(smem / 1024) + "KB"
+                                  : " 0KB");
+      add({"empty single" + s, "us per launch, one launch between events",
+           eng.first, plain.first, eng.first / plain.first, "<= 1.3",
+           eng.first <= 1.3 * plain.first, ok, ""});
+      add({"empty b2b" + s, "us per launch, back to back", eng.second,
+           plain.second, eng.second / plain.second, "<= 1.3",
+           eng.second <= 1.3 * plain.second, ok, ""});
+    }
 }
 
 /// One chain: `laps` laps of the SMs, each link on the next worker, waiting

@@ -17,12 +17,13 @@
  * from device memory, so launches queued back to back on a stream, or
  * replayed from a CUDA graph, need no host between them: worker w runs
  * launch control[LOOM_CONTROL_WORKERS + w] + 1 and stores that number there
- * as it leaves (every worker runs every launch, so they agree). A launch
- * with `epoch` > 0 (the runtime's own launches) uses that number and keeps
- * the control words in step the same way. A worker that fails or gives up
- * sets control[LOOM_CONTROL_FAILED]; later launches then do nothing until
- * the runtime zeroes the counters and the control words. Kernels that
- * predate version 3 (the AMD loop) use `epoch` alone.
+ * as it leaves (every worker runs every launch, so they agree); a worker
+ * that fails or gives up sets control[LOOM_CONTROL_FAILED], and later such
+ * launches do nothing until the runtime zeroes the counters and the control
+ * words. A launch with `epoch` > 0 (the runtime's own launches) uses that
+ * number and touches no control word: a runtime that switches to epoch 0
+ * first stores the launches completed into every worker's word. Kernels
+ * that predate version 3 (the AMD loop) use `epoch` alone.
  *
  * Status (version 3): a launch that ends with no LoomWorkerStatus saying
  * error != 0 succeeded. The NVIDIA loop writes a record only when a wait has

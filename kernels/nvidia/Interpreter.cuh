@@ -31,12 +31,13 @@
 // control[LOOM_CONTROL_FAILED] so the other workers (and later launches)
 // leave, and returns. A launch that ends with no error record succeeded.
 //
-// Launch numbers (DeviceAbi.h): args.epoch, or when it is 0 the launches
-// this worker completed (its word of args.control) + 1; each worker stores
-// its number there as it leaves, so launches back to back on a stream or in
-// a CUDA graph need no host in between. After a launch that did not
-// finish the counters are inconsistent: the runtime must zero the events,
-// the queue and the control words, and restart epochs at 1.
+// Launch numbers (DeviceAbi.h): args.epoch (the runtime's own launches:
+// no control word is read or written), or when it is 0 the launches this
+// worker completed (its word of args.control) + 1, stored back as it
+// leaves, so launches back to back on a stream or in a CUDA graph need no
+// host in between. After a launch that did not finish the counters are
+// inconsistent: the runtime must zero the events, the queue and the
+// control words, and restart epochs at 1.
 //
 // Dynamic mode: the queue is the counter args.events[numEvents]. Every
 // worker ends its part of a launch with exactly one ticket past the end, so
@@ -216,10 +217,15 @@ template <int kWindowWords> struct RecordWindow {
   int32_t listWords;
   int32_t base, end; // words [base, end) of the list are in `words`
   uint32_t phase;
+  bool ready;        // the mbarrier is initialised (at the first copy)
 
   /// Starts copying words [from, from + kWindowWords) (or to the list's
   /// end); finish() waits for them.
   __device__ void start(int32_t from) {
+    if (!ready) {
+      mbarrierInit(bar, 1);
+      ready = true;
+    }
     from &= ~(records::kAlignWords - 1);
     const int32_t n = min(kWindowWords, listWords - from);
     fenceProxyAsyncShared(); // the generic reads of the old window first
@@ -360,47 +366,51 @@ __device__ void workerLoop(const LoomKernelArgs &args,
   __shared__ uint64_t entryNs, pickNs, startNs; // kProfile
   unsigned long long *const queue = args.events + schedule.numEvents;
   LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
-  if (leader) {
-    window.words = sWindow;
-    window.bar = &sWindowBar;
-    window.list = schedule.records + int64_t(worker) * schedule.stride;
-    window.listWords = schedule.stride;
-    window.base = window.end = 0;
-    window.phase = 0;
-    prefetcher.bindingData = sBindingData;
-    prefetcher.budget = schedule.prefetchBudget;
-    prefetcher.first = prefetcher.cursor = 0;
-    prefetcher.ahead = 0;
-    epoch = args.epoch;
-    cursor = 0;
-    record = nullptr;
-    runtimeRows = INT64_MAX;
+  const bool deviceNumbered = args.epoch == 0;
+  const int32_t *const list =
+      schedule.records + int64_t(worker) * schedule.stride;
+  if (!dynamic && threadIdx.x < 32) {
+    // The first window by the first warp's 16-byte loads: at entry a bulk
+    // copy's completion costs more than the loads' L2 round trip.
+    const int32_t n = min(kWindowWords, schedule.stride);
+    for (int32_t i = 4 * threadIdx.x; i < n; i += 4 * 32)
+      *reinterpret_cast<int4 *>(sWindow + i) =
+          *reinterpret_cast<const int4 *>(list + i);
   }
   if (leader) {
     if (kProfile && profile)
       entryNs = globalTimerNs();
+    window.words = sWindow;
+    window.bar = &sWindowBar;
+    window.list = list;
+    window.listWords = schedule.stride;
+    window.base = 0;
+    window.end = min(kWindowWords, schedule.stride);
+    window.phase = 0;
+    window.ready = false;
+    prefetcher.bindingData = sBindingData;
+    prefetcher.budget = schedule.prefetchBudget;
+    prefetcher.first = prefetcher.cursor = 0;
+    prefetcher.ahead = 0;
+    cursor = 0;
+    record = nullptr;
     sError = 0;
-    if (!dynamic) {
-      // The records first: the control words' loads overlap the copy.
-      mbarrierInit(&sWindowBar, 1);
-      window.start(0);
-    }
-    // An earlier launch failed: its counters no longer mean anything, so
-    // nothing runs and nothing is counted until the runtime resets them.
+    // Launches the host numbers touch no control word; launches numbered
+    // on the device read this worker's count, and skip everything once a
+    // launch failed (its counters no longer mean anything) until the
+    // runtime resets them.
     unsigned long long failed = 0, done = 0;
-    if (args.control) {
+    if (deviceNumbered) {
       failed = loadRelaxedGpu(args.control + LOOM_CONTROL_FAILED);
       done = loadRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker);
     }
-    if (schedule.runtimeBinding >= 0)
-      runtimeRows = args.bindings[schedule.runtimeBinding].dims[0];
+    runtimeRows = schedule.runtimeBinding >= 0
+                      ? args.bindings[schedule.runtimeBinding].dims[0]
+                      : INT64_MAX;
     sSkip = failed != 0;
-    if (epoch == 0)
-      epoch = done + 1;
+    epoch = deviceNumbered ? done + 1 : args.epoch;
     ticketBase = (epoch - 1) *
                  static_cast<unsigned long long>(schedule.numTasks + gridDim.x);
-    if (!dynamic)
-      window.finish();
   }
   __syncthreads();
   if (sSkip)
@@ -503,8 +513,8 @@ __device__ void workerLoop(const LoomKernelArgs &args,
                 globalTimerNs(), worker, epoch);
 leave:
   // This worker has run launch `epoch` (DeviceAbi.h): its next one is the
-  // one after, whatever the host passes.
-  if (leader && args.control)
+  // one after.
+  if (leader && deviceNumbered)
     storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker, epoch);
 }
 

@@ -1624,10 +1624,17 @@ void testLoopEpochs(bool dynamic) {
     }
   };
   // Launches 1 and 2 carry their number (the runtime's launches); 3 to 5
-  // are queued back to back with epoch 0, numbered by the device alone.
+  // are queued back to back with epoch 0, numbered by the device alone,
+  // from the count the host stores first (DeviceAbi.h).
   const int32_t hostNumbered = 2;
   auto t0 = std::chrono::steady_clock::now();
   for (int32_t e = 1; e <= epochs; ++e) {
+    if (e == hostNumbered + 1) {
+      std::vector<unsigned long long> done(W, uint64_t(hostNumbered));
+      CUDA_CHECK(cudaMemcpy(events.p + p.numEvents + 1 + LOOM_CONTROL_WORKERS,
+                            done.data(), W * sizeof(unsigned long long),
+                            cudaMemcpyHostToDevice));
+    }
     launchLoop(d, run, watch, events.p, e <= hostNumbered ? e : 0, 0, W,
                stream);
     if (e <= hostNumbered || e == epochs) {
