@@ -653,7 +653,7 @@ void benchStream(int W, Timer &t, uint32_t budget, int clockKHz) {
   // alone (over the prefetch budgets).
   const int64_t words2 = (int64_t(256) << 20) / 16;
   const unsigned long long want2 = hostSum(host, words2);
-  Program alone = streamProgram(W, words2, chunk, 0, kSumEvictFirst);
+  Program alone = streamProgram(W, words2, chunk, 0);
   double streamAlone = 1e30;
   bool aloneOk = true;
   for (uint32_t b : budgets) {
@@ -663,7 +663,7 @@ void benchStream(int W, Timer &t, uint32_t budget, int clockKHz) {
   }
   for (double spinUs : {5.0, 10.0, 20.0}) {
     const long long cycles = (long long)(spinUs * clockKHz / 1e3);
-    Program two = streamProgram(W, words2, chunk, spinUs, kSumEvictFirst);
+    Program two = streamProgram(W, words2, chunk, spinUs);
     Program one{W}; // phase 1 alone
     const int32_t e = one.event(W);
     for (int w = 0; w < W; ++w)

@@ -354,16 +354,19 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       sBindingData[b] = data % 16 == 0 ? data : 0;
     }
 
-  // The leader's state lives in shared memory: only it reads it, and
-  // registers live across the body calls would be saved around each one by
-  // every thread.
-  __shared__ RecordWindow<kWindowWords> window;
-  __shared__ Prefetcher prefetcher;
-  __shared__ unsigned long long epoch, ticketBase;
-  __shared__ int32_t cursor;          // static: the next record's list offset
-  __shared__ const int32_t *record;   // the task in hand's record
-  __shared__ int64_t runtimeRows;     // tasks whose first row is past it are empty
-  __shared__ uint64_t entryNs, pickNs, startNs; // kProfile
+  // The leader's state: in registers while the leader works, in shared
+  // memory across the body (registers live across the body call would be
+  // saved around it by every thread).
+  struct Leader {
+    RecordWindow<kWindowWords> window;
+    Prefetcher prefetcher;
+    unsigned long long epoch, ticketBase;
+    int32_t cursor;          // static: the next record's list offset
+    const int32_t *record;   // the task in hand's record
+    int64_t runtimeRows;     // tasks whose first row is past it are empty
+    uint64_t entryNs, pickNs, startNs; // kProfile
+  };
+  __shared__ Leader sLeader;
   unsigned long long *const queue = args.events + schedule.numEvents;
   LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
   const bool deviceNumbered = args.epoch == 0;
@@ -378,22 +381,23 @@ __device__ void workerLoop(const LoomKernelArgs &args,
           *reinterpret_cast<const int4 *>(list + i);
   }
   if (leader) {
+    Leader L;
     if (kProfile && profile)
-      entryNs = globalTimerNs();
-    window.words = sWindow;
-    window.bar = &sWindowBar;
-    window.list = list;
-    window.listWords = schedule.stride;
-    window.base = 0;
-    window.end = min(kWindowWords, schedule.stride);
-    window.phase = 0;
-    window.ready = false;
-    prefetcher.bindingData = sBindingData;
-    prefetcher.budget = schedule.prefetchBudget;
-    prefetcher.first = prefetcher.cursor = 0;
-    prefetcher.ahead = 0;
-    cursor = 0;
-    record = nullptr;
+      L.entryNs = globalTimerNs();
+    L.window.words = sWindow;
+    L.window.bar = &sWindowBar;
+    L.window.list = list;
+    L.window.listWords = schedule.stride;
+    L.window.base = 0;
+    L.window.end = min(kWindowWords, schedule.stride);
+    L.window.phase = 0;
+    L.window.ready = false;
+    L.prefetcher.bindingData = sBindingData;
+    L.prefetcher.budget = schedule.prefetchBudget;
+    L.prefetcher.first = L.prefetcher.cursor = 0;
+    L.prefetcher.ahead = 0;
+    L.cursor = 0;
+    L.record = nullptr;
     sError = 0;
     // Launches the host numbers touch no control word; launches numbered
     // on the device read this worker's count, and skip everything once a
@@ -404,13 +408,14 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       failed = loadRelaxedGpu(args.control + LOOM_CONTROL_FAILED);
       done = loadRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker);
     }
-    runtimeRows = schedule.runtimeBinding >= 0
-                      ? args.bindings[schedule.runtimeBinding].dims[0]
-                      : INT64_MAX;
+    L.runtimeRows = schedule.runtimeBinding >= 0
+                        ? args.bindings[schedule.runtimeBinding].dims[0]
+                        : INT64_MAX;
     sSkip = failed != 0;
-    epoch = deviceNumbered ? done + 1 : args.epoch;
-    ticketBase = (epoch - 1) *
-                 static_cast<unsigned long long>(schedule.numTasks + gridDim.x);
+    L.epoch = deviceNumbered ? done + 1 : args.epoch;
+    L.ticketBase = (L.epoch - 1) * static_cast<unsigned long long>(
+                                       schedule.numTasks + gridDim.x);
+    sLeader = L;
   }
   __syncthreads();
   if (sSkip)
@@ -421,6 +426,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     // words are rewritten only after the barrier that ends the previous
     // body, which every thread passes after reading them.
     if (leader) {
+      Leader L = sLeader;
       int32_t task = -1, function = 0, tile = 0, wait = 0;
       // Tasks without work for this launch's sizes only trigger: no wait,
       // no body, no barrier.
@@ -428,52 +434,55 @@ __device__ void workerLoop(const LoomKernelArgs &args,
         task = -1;
         if (dynamic) {
           const unsigned long long ticket =
-              fetchAddRelaxedGpu(queue, 1) - ticketBase;
+              fetchAddRelaxedGpu(queue, 1) - L.ticketBase;
           if (ticket < static_cast<unsigned long long>(schedule.numTasks)) {
-            record = schedule.records + schedule.queueOffsets[ticket];
-            task = record[0];
+            L.record = schedule.records + schedule.queueOffsets[ticket];
+            task = L.record[0];
           }
         } else {
-          record = window.at(cursor, schedule.maxRecordWords);
-          task = record[0];
+          L.record = L.window.at(L.cursor, schedule.maxRecordWords);
+          task = L.record[0];
         }
         if (kProfile && profile)
-          pickNs = globalTimerNs();
-        if (task < 0 || record[4] == 0 || runtimeRows > record[4])
+          L.pickNs = globalTimerNs();
+        if (task < 0 || L.record[4] == 0 || L.runtimeRows > L.record[4])
           break;
-        triggerAll(args, record, /*release=*/false);
+        triggerAll(args, L.record, /*release=*/false);
         if (kProfile && profile)
-          storeTiming(profile + task, pickNs, pickNs, pickNs, worker, epoch);
+          storeTiming(profile + task, L.pickNs, L.pickNs, L.pickNs, worker,
+                      L.epoch);
         if (!dynamic) {
           if (prefetch)
-            prefetcher.done(cursor, record);
-          cursor += records::recordWords(record[3]);
+            L.prefetcher.done(L.cursor, L.record);
+          L.cursor += records::recordWords(L.record[3]);
         }
       }
       if (task >= 0) {
-        function = record[1];
-        tile = record[2];
-        const int32_t waits = records::numWaits(record[3]);
-        const int32_t *w = record + records::kHeaderWords;
+        function = L.record[1];
+        tile = L.record[2];
+        const int32_t waits = records::numWaits(L.record[3]);
+        const int32_t *w = L.record + records::kHeaderWords;
         // A task that must wait brings its own weights (and the next
         // tasks') on chip meanwhile; one that need not wait reads its own.
         auto blocked = [&] {
           if (prefetch)
-            prefetcher.from(cursor, window);
+            L.prefetcher.from(L.cursor, L.window);
         };
         for (int32_t i = 0; i < waits && !wait; ++i, w += records::kWaitWords)
           wait = awaitEvent(args, status, task, w[0],
-                            epoch * static_cast<unsigned long long>(w[1]),
+                            L.epoch * static_cast<unsigned long long>(w[1]),
                             blocked);
         if (prefetch && !wait)
-          prefetcher.from(cursor + records::recordWords(record[3]), window);
+          L.prefetcher.from(L.cursor + records::recordWords(L.record[3]),
+                            L.window);
         if (kProfile && profile)
-          startNs = globalTimerNs();
+          L.startNs = globalTimerNs();
       }
       sTask = task;
       sFunction = function;
       sTile = tile;
       sWait = wait;
+      sLeader = L;
     }
     __syncthreads();
     const int32_t task = sTask;
@@ -497,25 +506,28 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       }
     }
     if (leader) {
+      Leader L = sLeader;
       if (kProfile && profile)
-        storeTiming(profile + task, pickNs, startNs, globalTimerNs(), worker,
-                    epoch);
-      triggerAll(args, record, /*release=*/true);
+        storeTiming(profile + task, L.pickNs, L.startNs, globalTimerNs(),
+                    worker, L.epoch);
+      triggerAll(args, L.record, /*release=*/true);
       if (!dynamic) {
         if (prefetch)
-          prefetcher.done(cursor, record);
-        cursor += records::recordWords(record[3]);
+          L.prefetcher.done(L.cursor, L.record);
+        L.cursor += records::recordWords(L.record[3]);
       }
+      sLeader = L;
     }
   }
   if (kProfile && leader && profile)
-    storeTiming(profile + schedule.numTasks + worker, entryNs, entryNs,
-                globalTimerNs(), worker, epoch);
+    storeTiming(profile + schedule.numTasks + worker, sLeader.entryNs,
+                sLeader.entryNs, globalTimerNs(), worker, sLeader.epoch);
 leave:
   // This worker has run launch `epoch` (DeviceAbi.h): its next one is the
   // one after.
   if (leader && deviceNumbered)
-    storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker, epoch);
+    storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker,
+                    sLeader.epoch);
 }
 
 } // namespace detail
