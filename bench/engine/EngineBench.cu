@@ -456,6 +456,26 @@ void benchEmpty(int W, Timer &t) {
            plain.second, eng.second / plain.second, "<= 1.3",
            eng.second <= 1.3 * plain.second, ok, ""});
     }
+  // Where the time goes: 8 no-op tasks per worker against 1 (the slope is
+  // the cost of a task, the rest is the launch's own).
+  Program eight{W};
+  for (int k = 0; k < 8; ++k)
+    for (int w = 0; w < W; ++w)
+      eight.task(w, kNop, 0, {}, {});
+  double perLaunch[2];
+  bool ok = true;
+  for (int k = 0; k < 2; ++k) {
+    Engine e(k ? eight : p, nullptr, 0, 0);
+    Bodies b{};
+    perLaunch[k] = t.time(reps, [&] { e.launch(b); }).second;
+    ok = ok && e.healthy(uint64_t(3 + 2 * reps));
+  }
+  const double perTask = (perLaunch[1] - perLaunch[0]) / 7;
+  char note[96];
+  std::snprintf(note, sizeof note, "1 task %.2f us, 8 tasks %.2f us per launch",
+                perLaunch[0], perLaunch[1]);
+  add({"empty per no-op task", "us per task (b2b slope, 1 to 8 per worker)",
+       perTask, 0, 0, "(info)", true, ok, note});
 }
 
 /// One chain: `laps` laps of the SMs, each link on the next worker, waiting

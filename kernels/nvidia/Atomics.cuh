@@ -15,22 +15,22 @@
 //    2. __syncthreads(): bar.sync orders all of the block's stores before
 //       thread 0's next operations (barriers are morally strong at CTA scope
 //       and causality order is transitive);
-//    3. thread 0: fence.acq_rel.gpu, then red.relaxed.gpu.add(count, 1) on
-//       each triggered event. A fence followed by a strong write is a
-//       release pattern, cumulative over everything ordered before it by
-//       step 2. One fence covers all of a task's triggers.
+//    3. thread 0: a task's one trigger is red.release.gpu.add(count, 1);
+//       several are fence.acq_rel.gpu, then red.relaxed.gpu.add on each (a
+//       fence followed by a strong write is a release pattern). Either is
+//       cumulative over everything ordered before it by step 2. A task
+//       without work (nothing read or written) triggers relaxed.
 //
 //  consumer block (before the task body)
-//    4. thread 0: ld.relaxed.gpu polls of the count (with __nanosleep
-//       backoff) until count >= epoch * needs. A relaxed poll never pays
-//       for ordering while the wait is still unsatisfied;
-//    5. thread 0: fence.acq_rel.gpu once after the last of the task's waits.
-//       A strong read followed by a fence is an acquire pattern: it
-//       synchronizes with every release whose increment the poll observed
-//       (the red of each producer), so all producers' body stores happen
-//       before what follows. In hardware this is also what invalidates the
-//       SM's L1, so plain (weak, L1-cached) loads in the body read fresh data;
-//    6. __syncthreads(): the other threads of the block are ordered after
+//    4. thread 0: ld.acquire.gpu polls of the count until count >= epoch *
+//       needs. The poll that sees it synchronizes with the release of
+//       every producer whose add it observed (later adds are RMWs, so each
+//       release heads a release sequence the observed value belongs to):
+//       all producers' body stores happen before what follows. In hardware
+//       the acquire is also what invalidates the SM's L1, so plain (weak,
+//       L1-cached) loads in the body read fresh data. A task without waits
+//       has no acquire;
+//    5. __syncthreads(): the other threads of the block are ordered after
 //       thread 0's acquire and may read the inputs with plain loads.
 //
 // Scope: gpu, because all workers of a program run on one device. A
@@ -62,8 +62,7 @@ loadRelaxedGpu(const unsigned long long *p) {
   return v;
 }
 
-/// Acquire, device-scope load (unused by the loop, which uses the fence
-/// form; kept for bodies that hand data between blocks themselves).
+/// Acquire, device-scope load: the loop's polls.
 __device__ __forceinline__ unsigned long long
 loadAcquireGpu(const unsigned long long *p) {
   unsigned long long v;
@@ -74,8 +73,7 @@ loadAcquireGpu(const unsigned long long *p) {
   return v;
 }
 
-/// The fence of the release pattern (before a relaxed increment) and of the
-/// acquire pattern (after a relaxed poll).
+/// The fence of the release pattern before several relaxed increments.
 __device__ __forceinline__ void fenceAcqRelGpu() {
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
