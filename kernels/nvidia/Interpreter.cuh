@@ -124,6 +124,30 @@ __device__ __forceinline__ void fail(const LoomKernelArgs &args,
     storeRelaxedGpu(args.control + LOOM_CONTROL_FAILED, 1ull);
 }
 
+/// The counts a worker's leader has seen (acquired) per event, direct-mapped:
+/// counters only grow, so a later wait for a count at most one seen is over
+/// without a load, and the acquire that saw it already orders what follows.
+/// A decoder's consecutive tiles of one op wait on the same events.
+struct SeenCounts {
+  static constexpr int kSlots = 64;
+  int32_t event[kSlots];
+  unsigned long long count[kSlots];
+
+  __device__ void clear() {
+    for (int i = 0; i < kSlots; ++i)
+      event[i] = -1;
+  }
+  __device__ bool covers(int32_t e, unsigned long long needed) const {
+    const int i = e % kSlots;
+    return event[i] == e && count[i] >= needed;
+  }
+  __device__ void note(int32_t e, unsigned long long seen) {
+    const int i = e % kSlots;
+    event[i] = e;
+    count[i] = seen;
+  }
+};
+
 /// Leader: waits until `event` reaches `needed`; the load that sees it is
 /// an acquire (it synchronizes with every producer's release add before
 /// it). Calls `blocked()` once if the first poll falls short. Returns 0, or
@@ -132,11 +156,15 @@ template <typename Blocked>
 __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
                                      LoomWorkerStatus *status, int32_t task,
                                      int32_t event, unsigned long long needed,
-                                     Blocked blocked) {
+                                     SeenCounts &seenCounts, Blocked blocked) {
+  if (seenCounts.covers(event, needed))
+    return 0;
   const unsigned long long *counter = args.events + event;
   unsigned long long seen = loadAcquireGpu(counter);
-  if (seen >= needed)
+  if (seen >= needed) {
+    seenCounts.note(event, seen);
     return 0;
+  }
   blocked();
   const long long start = clock64();
   long long nextCheck = start + kQuietCycles;
@@ -148,8 +176,10 @@ __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
       sleepNs = sleepNs < kMaxSleepNs ? 2 * sleepNs : kMaxSleepNs;
     }
     seen = loadAcquireGpu(counter);
-    if (seen >= needed)
+    if (seen >= needed) {
+      seenCounts.note(event, seen);
       return 0;
+    }
     now = clock64();
     if (now < nextCheck)
       continue;
@@ -340,6 +370,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
   __shared__ int32_t sWait;  // 0, or why the leader gave up waiting
   __shared__ int32_t sError; // a body's non-zero return
   __shared__ int32_t sSkip;  // an earlier launch failed: do nothing
+  __shared__ SeenCounts sSeen; // the leader's
 
   const int32_t worker = static_cast<int32_t>(blockIdx.x);
   LoomWorkerStatus *status = args.status + worker;
@@ -399,6 +430,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     L.cursor = 0;
     L.record = nullptr;
     sError = 0;
+    sSeen.clear();
     // Launches the host numbers touch no control word; launches numbered
     // on the device read this worker's count, and skip everything once a
     // launch failed (its counters no longer mean anything) until the
@@ -471,7 +503,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
         for (int32_t i = 0; i < waits && !wait; ++i, w += records::kWaitWords)
           wait = awaitEvent(args, status, task, w[0],
                             L.epoch * static_cast<unsigned long long>(w[1]),
-                            blocked);
+                            sSeen, blocked);
         if (prefetch && !wait)
           L.prefetcher.from(L.cursor + records::recordWords(L.record[3]),
                             L.window);
