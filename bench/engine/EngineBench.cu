@@ -31,6 +31,7 @@
 
 #include "kernels/common/WorkerRecords.h"
 #include "kernels/nvidia/Interpreter.cuh"
+#include "tests/gpu/CudaSupport.cuh"
 
 #include <cuda_runtime.h>
 
@@ -50,36 +51,7 @@ namespace rec = loom::records;
 constexpr int kThreads = 256;
 constexpr int kWindowWords = 1024;
 
-#define CUDA_CHECK(call)                                                       \
-  do {                                                                         \
-    cudaError_t err_ = (call);                                                 \
-    if (err_ != cudaSuccess) {                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,       \
-                   cudaGetErrorString(err_));                                  \
-      std::exit(2);                                                            \
-    }                                                                          \
-  } while (0)
-
-template <typename T> struct Dev {
-  T *p = nullptr;
-  size_t n = 0;
-  explicit Dev(size_t count) : n(count) {
-    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
-  }
-  explicit Dev(const std::vector<T> &v) : Dev(v.size()) { put(v); }
-  Dev(const Dev &) = delete;
-  ~Dev() { cudaFree(p); }
-  void put(const std::vector<T> &v) {
-    CUDA_CHECK(
-        cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-  void zero() { CUDA_CHECK(cudaMemset(p, 0, n * sizeof(T))); }
-};
+using loom::cudatest::Dev;
 
 //===----------------------------------------------------------------------===//
 // Bodies the engine runs (function = kind, tile = argument)
@@ -96,6 +68,15 @@ __device__ __forceinline__ uint4 loadWithPolicy(const uint4 *p,
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p), "l"(policy));
   return v;
+}
+
+/// Adds the warp's `s` (all lanes) into *sum.
+__device__ __forceinline__ void addWarpSum(unsigned long long *sum,
+                                           unsigned long long s) {
+  for (int o = 16; o; o >>= 1)
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (threadIdx.x % 32 == 0)
+    atomicAdd(sum, s);
 }
 
 __device__ __forceinline__ uint64_t evictFirstPolicy() {
@@ -132,10 +113,7 @@ struct Bodies {
       for (int j = 0; j < 4; ++j)
         s += uint64_t(v[j].x) + v[j].y + v[j].z + v[j].w;
     }
-    for (int o = 16; o; o >>= 1)
-      s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (threadIdx.x % 32 == 0)
-      atomicAdd(sums + blockIdx.x, s);
+    addWarpSum(sums + blockIdx.x, s);
     return 0;
   }
 
@@ -214,10 +192,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < 4; ++j)
       s += uint64_t(v[j].x) + v[j].y + v[j].z + v[j].w;
   }
-  for (int o = 16; o; o >>= 1)
-    s += __shfl_xor_sync(0xffffffffu, s, o);
-  if (threadIdx.x % 32 == 0)
-    atomicAdd(sums + blockIdx.x % 1024, s);
+  addWarpSum(sums + blockIdx.x % 1024, s);
 }
 
 //===----------------------------------------------------------------------===//

@@ -35,6 +35,7 @@
 #include "kernels/host/MlaBodies.h"
 
 #include "kernels/nvidia/Interpreter.cuh"
+#include "tests/gpu/CudaSupport.cuh"
 #include "kernels/nvidia/sm90/DecoderBodies.cuh"
 #include "kernels/nvidia/sm90/KdaBodies.cuh"
 #include "kernels/nvidia/sm90/MlaBodies.cuh"
@@ -66,15 +67,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kWorkers = 132; // H200: the tilings below assume it
 
-#define CUDA_CHECK(expr)                                                       \
-  do {                                                                         \
-    cudaError_t err_ = (expr);                                                 \
-    if (err_ != cudaSuccess) {                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,       \
-                   cudaGetErrorString(err_));                                  \
-      std::exit(2);                                                            \
-    }                                                                          \
-  } while (0)
+using loom::cudatest::Dev;
 
 //===----------------------------------------------------------------------===//
 // Random inputs, poison, device buffers
@@ -121,33 +114,6 @@ template <typename T> std::vector<T> poisonVec(size_t n) {
   return std::vector<T>(n, poison<T>());
 }
 
-template <typename T> struct Dev {
-  T *p = nullptr;
-  size_t n = 0;
-  Dev() = default;
-  explicit Dev(size_t count) : n(count) {
-    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
-  }
-  explicit Dev(const std::vector<T> &v) : Dev(v.size()) { put(v); }
-  Dev(const Dev &) = delete;
-  Dev &operator=(const Dev &) = delete;
-  Dev(Dev &&o) noexcept : p(o.p), n(o.n) { o.p = nullptr; }
-  Dev &operator=(Dev &&o) noexcept {
-    std::swap(p, o.p);
-    std::swap(n, o.n);
-    return *this;
-  }
-  ~Dev() { cudaFree(p); }
-  void put(const std::vector<T> &v) {
-    CUDA_CHECK(
-        cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-};
 
 /// Runs fn(0..n) on all host cores: the host references are the slow part.
 template <typename F> void parallelFor(int64_t n, const F &fn) {
