@@ -238,47 +238,47 @@ __device__ __forceinline__ void storeTiming(LoomTaskTiming *at, uint64_t pick,
   at->epoch = static_cast<uint32_t>(epoch);
 }
 
-/// The leader's view of its worker's records in static mode: a window of
-/// shared memory holding words [base, end) of the worker's list.
-template <int kWindowWords> struct RecordWindow {
+/// Where a worker's records come from and where its window lives.
+template <int kWindowWords> struct RecordSource {
   int32_t *words;  // shared, kWindowWords
   uint64_t *bar;   // shared mbarrier of the bulk copy
   const int32_t *list;
   int32_t listWords;
-  int32_t base, end; // words [base, end) of the list are in `words`
-  uint32_t phase;
-  bool ready;        // the mbarrier is initialised (at the first copy)
+};
 
-  /// Starts copying words [from, from + kWindowWords) (or to the list's
-  /// end); finish() waits for them.
-  __device__ void start(int32_t from) {
+/// The leader's view of its worker's records in static mode: words
+/// [base, end) of its list are in the shared window.
+struct RecordWindow {
+  int32_t base, end;
+  uint32_t phase;
+  int32_t ready; // the mbarrier is initialised (at the first copy)
+
+  /// Copies words [from, from + kWindowWords) (or to the list's end).
+  template <int kWindowWords>
+  __device__ void load(int32_t from, const RecordSource<kWindowWords> &src) {
     if (!ready) {
-      mbarrierInit(bar, 1);
-      ready = true;
+      mbarrierInit(src.bar, 1);
+      ready = 1;
     }
     from &= ~(records::kAlignWords - 1);
-    const int32_t n = min(kWindowWords, listWords - from);
+    const int32_t n = min(kWindowWords, src.listWords - from);
     fenceProxyAsyncShared(); // the generic reads of the old window first
-    mbarrierArriveExpectTx(bar, uint32_t(n) * 4u);
-    bulkCopyToShared(words, list + from, uint32_t(n) * 4u, bar);
+    mbarrierArriveExpectTx(src.bar, uint32_t(n) * 4u);
+    bulkCopyToShared(src.words, src.list + from, uint32_t(n) * 4u, src.bar);
+    mbarrierWait(src.bar, phase);
+    phase ^= 1u;
     base = from;
     end = from + n;
   }
-  __device__ void finish() {
-    mbarrierWait(bar, phase);
-    phase ^= 1u;
-  }
-  __device__ void load(int32_t from) {
-    start(from);
-    finish();
-  }
 
-  /// The record at `at` (a list offset), loading the window again when it
-  /// might not hold the whole record.
-  __device__ const int32_t *at(int32_t at, int32_t maxRecordWords) {
-    if (at + maxRecordWords > end && end < listWords)
-      load(at);
-    return words + (at - base);
+  /// The window offset of the record at list offset `at`, loading the
+  /// window again when it might not hold the whole record.
+  template <int kWindowWords>
+  __device__ int32_t at(int32_t at, int32_t maxRecordWords,
+                        const RecordSource<kWindowWords> &src) {
+    if (at + maxRecordWords > end && end < src.listWords)
+      load(at, src);
+    return at - base;
   }
 };
 
@@ -323,13 +323,14 @@ struct Prefetcher {
   /// Issues the records from list offset `from` on, as far as the window
   /// holds them and the budget goes.
   template <int kWindowWords>
-  __device__ void from(int32_t at, const RecordWindow<kWindowWords> &w) {
+  __device__ void from(int32_t at, const RecordWindow &w,
+                       const RecordSource<kWindowWords> &src) {
     if (cursor < at) {
       first = cursor = at;
       ahead = 0;
     }
     while (ahead < budget && cursor + records::kHeaderWords <= w.end) {
-      const int32_t *rec = w.words + (cursor - w.base);
+      const int32_t *rec = src.words + (cursor - w.base);
       if (rec[0] == records::kEndOfList ||
           cursor + records::recordWords(rec[3]) > w.end)
         return;
@@ -370,13 +371,32 @@ __device__ void workerLoop(const LoomKernelArgs &args,
   __shared__ int32_t sWait;  // 0, or why the leader gave up waiting
   __shared__ int32_t sError; // a body's non-zero return
   __shared__ int32_t sSkip;  // an earlier launch failed: do nothing
-  __shared__ SeenCounts sSeen; // the leader's
+  // The leader's state. Only it reads it; it lives here, not in registers,
+  // because registers live across the body call would be saved around it
+  // by every thread. What changes per task is one 32-byte copy in and out.
+  struct State {
+    int32_t cursor;   // static: the next record's list offset
+    int32_t recordAt; // the task in hand's record: window offset (static),
+                      // offset in schedule.records (dynamic)
+    int32_t pad[2];
+    RecordWindow window;
+  };
+  __shared__ __align__(16) State sState;
+  __shared__ unsigned long long sEpoch, sTicketBase;
+  __shared__ int64_t sRuntimeRows; // tasks whose first row is past it are empty
+  __shared__ SeenCounts sSeen;
+  __shared__ Prefetcher sPrefetcher;
+  __shared__ uint64_t sEntryNs, sPickNs, sStartNs; // kProfile
 
   const int32_t worker = static_cast<int32_t>(blockIdx.x);
   LoomWorkerStatus *status = args.status + worker;
   const bool leader = threadIdx.x == 0;
   const bool dynamic = schedule.mode == LOOM_SCHEDULE_DYNAMIC;
   const bool prefetch = !dynamic && schedule.prefetchBudget != 0;
+  const bool deviceNumbered = args.epoch == 0;
+  const int32_t *const list =
+      schedule.records + int64_t(worker) * schedule.stride;
+  LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
   if (prefetch)
     for (int32_t b = threadIdx.x; b < schedule.numBindings; b += kThreads) {
       // The copy engine needs 16-byte aligned addresses: a buffer bound
@@ -384,25 +404,6 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       const uint64_t data = reinterpret_cast<uint64_t>(args.bindings[b].data);
       sBindingData[b] = data % 16 == 0 ? data : 0;
     }
-
-  // The leader's state: in registers while the leader works, in shared
-  // memory across the body (registers live across the body call would be
-  // saved around it by every thread).
-  struct Leader {
-    RecordWindow<kWindowWords> window;
-    Prefetcher prefetcher;
-    unsigned long long epoch, ticketBase;
-    int32_t cursor;          // static: the next record's list offset
-    const int32_t *record;   // the task in hand's record
-    int64_t runtimeRows;     // tasks whose first row is past it are empty
-    uint64_t entryNs, pickNs, startNs; // kProfile
-  };
-  __shared__ Leader sLeader;
-  unsigned long long *const queue = args.events + schedule.numEvents;
-  LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
-  const bool deviceNumbered = args.epoch == 0;
-  const int32_t *const list =
-      schedule.records + int64_t(worker) * schedule.stride;
   if (!dynamic && threadIdx.x < 32) {
     // The first window by the first warp's 16-byte loads: at entry a bulk
     // copy's completion costs more than the loads' L2 round trip.
@@ -412,23 +413,12 @@ __device__ void workerLoop(const LoomKernelArgs &args,
           *reinterpret_cast<const int4 *>(list + i);
   }
   if (leader) {
-    Leader L;
     if (kProfile && profile)
-      L.entryNs = globalTimerNs();
-    L.window.words = sWindow;
-    L.window.bar = &sWindowBar;
-    L.window.list = list;
-    L.window.listWords = schedule.stride;
-    L.window.base = 0;
+      sEntryNs = globalTimerNs();
+    State L{};
     L.window.end = min(kWindowWords, schedule.stride);
-    L.window.phase = 0;
-    L.window.ready = false;
-    L.prefetcher.bindingData = sBindingData;
-    L.prefetcher.budget = schedule.prefetchBudget;
-    L.prefetcher.first = L.prefetcher.cursor = 0;
-    L.prefetcher.ahead = 0;
-    L.cursor = 0;
-    L.record = nullptr;
+    sState = L;
+    sPrefetcher = Prefetcher{sBindingData, schedule.prefetchBudget, 0, 0, 0};
     sError = 0;
     sSeen.clear();
     // Launches the host numbers touch no control word; launches numbered
@@ -440,14 +430,14 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       failed = loadRelaxedGpu(args.control + LOOM_CONTROL_FAILED);
       done = loadRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker);
     }
-    L.runtimeRows = schedule.runtimeBinding >= 0
-                        ? args.bindings[schedule.runtimeBinding].dims[0]
-                        : INT64_MAX;
+    sRuntimeRows = schedule.runtimeBinding >= 0
+                       ? args.bindings[schedule.runtimeBinding].dims[0]
+                       : INT64_MAX;
     sSkip = failed != 0;
-    L.epoch = deviceNumbered ? done + 1 : args.epoch;
-    L.ticketBase = (L.epoch - 1) * static_cast<unsigned long long>(
-                                       schedule.numTasks + gridDim.x);
-    sLeader = L;
+    const unsigned long long epoch = deviceNumbered ? done + 1 : args.epoch;
+    sEpoch = epoch;
+    sTicketBase = (epoch - 1) * static_cast<unsigned long long>(
+                                    schedule.numTasks + gridDim.x);
   }
   __syncthreads();
   if (sSkip)
@@ -458,63 +448,73 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     // words are rewritten only after the barrier that ends the previous
     // body, which every thread passes after reading them.
     if (leader) {
-      Leader L = sLeader;
+      const RecordSource<kWindowWords> src{sWindow, &sWindowBar, list,
+                                           schedule.stride};
+      State L = sState;
+      const unsigned long long epoch = sEpoch;
+      const int64_t runtimeRows = sRuntimeRows;
+      const int32_t *record = nullptr;
       int32_t task = -1, function = 0, tile = 0, wait = 0;
+      uint64_t pickNs = 0;
       // Tasks without work for this launch's sizes only trigger: no wait,
       // no body, no barrier.
       for (;;) {
         task = -1;
         if (dynamic) {
           const unsigned long long ticket =
-              fetchAddRelaxedGpu(queue, 1) - L.ticketBase;
+              fetchAddRelaxedGpu(args.events + schedule.numEvents, 1) -
+              sTicketBase;
           if (ticket < static_cast<unsigned long long>(schedule.numTasks)) {
-            L.record = schedule.records + schedule.queueOffsets[ticket];
-            task = L.record[0];
+            L.recordAt = schedule.queueOffsets[ticket];
+            record = schedule.records + L.recordAt;
+            task = record[0];
           }
         } else {
-          L.record = L.window.at(L.cursor, schedule.maxRecordWords);
-          task = L.record[0];
+          L.recordAt = L.window.at(L.cursor, schedule.maxRecordWords, src);
+          record = sWindow + L.recordAt;
+          task = record[0];
         }
         if (kProfile && profile)
-          L.pickNs = globalTimerNs();
-        if (task < 0 || L.record[4] == 0 || L.runtimeRows > L.record[4])
+          pickNs = globalTimerNs();
+        if (task < 0 || record[4] == 0 || runtimeRows > record[4])
           break;
-        triggerAll(args, L.record, /*release=*/false);
+        triggerAll(args, record, /*release=*/false);
         if (kProfile && profile)
-          storeTiming(profile + task, L.pickNs, L.pickNs, L.pickNs, worker,
-                      L.epoch);
+          storeTiming(profile + task, pickNs, pickNs, pickNs, worker, epoch);
         if (!dynamic) {
           if (prefetch)
-            L.prefetcher.done(L.cursor, L.record);
-          L.cursor += records::recordWords(L.record[3]);
+            sPrefetcher.done(L.cursor, record);
+          L.cursor += records::recordWords(record[3]);
         }
       }
       if (task >= 0) {
-        function = L.record[1];
-        tile = L.record[2];
-        const int32_t waits = records::numWaits(L.record[3]);
-        const int32_t *w = L.record + records::kHeaderWords;
+        function = record[1];
+        tile = record[2];
+        const int32_t waits = records::numWaits(record[3]);
+        const int32_t *w = record + records::kHeaderWords;
         // A task that must wait brings its own weights (and the next
         // tasks') on chip meanwhile; one that need not wait reads its own.
         auto blocked = [&] {
           if (prefetch)
-            L.prefetcher.from(L.cursor, L.window);
+            sPrefetcher.from(L.cursor, L.window, src);
         };
         for (int32_t i = 0; i < waits && !wait; ++i, w += records::kWaitWords)
           wait = awaitEvent(args, status, task, w[0],
-                            L.epoch * static_cast<unsigned long long>(w[1]),
+                            epoch * static_cast<unsigned long long>(w[1]),
                             sSeen, blocked);
         if (prefetch && !wait)
-          L.prefetcher.from(L.cursor + records::recordWords(L.record[3]),
-                            L.window);
-        if (kProfile && profile)
-          L.startNs = globalTimerNs();
+          sPrefetcher.from(L.cursor + records::recordWords(record[3]),
+                           L.window, src);
+        if (kProfile && profile) {
+          sPickNs = pickNs;
+          sStartNs = globalTimerNs();
+        }
       }
       sTask = task;
       sFunction = function;
       sTile = tile;
       sWait = wait;
-      sLeader = L;
+      sState = L;
     }
     __syncthreads();
     const int32_t task = sTask;
@@ -538,28 +538,28 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       }
     }
     if (leader) {
-      Leader L = sLeader;
+      const int32_t cursor = sState.cursor, recordAt = sState.recordAt;
+      const int32_t *record =
+          (dynamic ? schedule.records : sWindow) + recordAt;
       if (kProfile && profile)
-        storeTiming(profile + task, L.pickNs, L.startNs, globalTimerNs(),
-                    worker, L.epoch);
-      triggerAll(args, L.record, /*release=*/true);
+        storeTiming(profile + task, sPickNs, sStartNs, globalTimerNs(), worker,
+                    sEpoch);
+      triggerAll(args, record, /*release=*/true);
       if (!dynamic) {
         if (prefetch)
-          L.prefetcher.done(L.cursor, L.record);
-        L.cursor += records::recordWords(L.record[3]);
+          sPrefetcher.done(cursor, record);
+        sState.cursor = cursor + records::recordWords(record[3]);
       }
-      sLeader = L;
     }
   }
   if (kProfile && leader && profile)
-    storeTiming(profile + schedule.numTasks + worker, sLeader.entryNs,
-                sLeader.entryNs, globalTimerNs(), worker, sLeader.epoch);
+    storeTiming(profile + schedule.numTasks + worker, sEntryNs, sEntryNs,
+                globalTimerNs(), worker, sEpoch);
 leave:
   // This worker has run launch `epoch` (DeviceAbi.h): its next one is the
   // one after.
   if (leader && deviceNumbered)
-    storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker,
-                    sLeader.epoch);
+    storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker, sEpoch);
 }
 
 } // namespace detail
