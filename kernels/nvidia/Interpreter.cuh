@@ -6,21 +6,24 @@
 // events. The memory-order protocol is in Atomics.cuh.
 //
 // The schedule is packed records (kernels/common/WorkerRecords.h). In
-// static mode the leader copies its worker's records into shared memory
-// with one bulk copy at entry (a window of kWindowWords, copied again when
-// the walk reaches its end), so a task's id, tile, waits, triggers and
-// prefetches are shared-memory reads. Dynamic mode takes tickets from one
-// queue counter and reads ticket t's record from global memory.
+// static mode the first warp copies its worker's first kWindowWords of
+// records into shared memory at entry (the leader copies the next window
+// with cp.async.bulk when the walk reaches its end), so a task's id, tile,
+// waits, triggers and prefetches are shared-memory reads. Dynamic mode
+// takes tickets from one queue counter and reads ticket t's record from
+// global memory. A task whose first runtime row is at or past the run's
+// leading size has no work: it only triggers.
 //
-// Prefetch (static mode): records may name byte ranges their bodies read
-// whatever the events say (a linear's weight rows). Before it waits for a
-// task's inputs the leader starts bringing the ranges of this task and the
-// next ones into L2 (cp.async.bulk.prefetch.L2), up to `prefetchBudget`
-// bytes beyond the task in hand, so HBM keeps streaming the coming weights
-// while the worker waits on a dependency. Nothing waits for a prefetch.
+// Prefetch (static mode, an experiment: loomc --l2-prefetch, off by
+// default because it measured slower, bench/engine/README.md): records may
+// name byte ranges their bodies read whatever the events say (a linear's
+// weight rows). The leader brings the next tasks' ranges into L2
+// (cp.async.bulk.prefetch.L2) while a body runs, and a task's own while it
+// waits for its inputs, at most `prefetchBudget` bytes not yet used.
 //
-// Memory order: a task with no waits runs without an acquire fence; one
-// trigger is a release add, several share one fence.
+// Memory order: waits poll with acquire loads (a task with no waits has
+// none, nor a wait whose count this worker has seen before); one trigger is
+// a release add, several share one fence.
 //
 // A hang is never silent, and a healthy launch writes nothing to the host.
 // A wait publishes (task, event, seen, needed) to args.status[worker]
