@@ -293,10 +293,12 @@ struct Engine {
   }
 
   Engine(const Program &p, void *binding, uint32_t prefetchBudget, int smemBytes)
-      : records(pack(p).words),
+      : Engine(p, pack(p), binding, prefetchBudget, smemBytes) {}
+  Engine(const Program &p, const rec::StaticRecords &r, void *binding,
+         uint32_t prefetchBudget, int smemBytes)
+      : records(r.words),
         counters(p.needs.size() + 1 + LOOM_CONTROL_WORKERS + p.workers),
         bindings(1), workers(p.workers), smem(smemBytes) {
-    rec::StaticRecords r = pack(p);
     if (r.maxRecordWords + rec::kAlignWords > kWindowWords) {
       std::fprintf(stderr, "a record does not fit the window\n");
       std::exit(2);

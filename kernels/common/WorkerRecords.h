@@ -3,9 +3,9 @@
  * The NVIDIA engine (kernels/nvidia/Interpreter.cuh) does not walk the task
  * table with dependent global loads. Each worker's schedule is one stream of
  * 32-bit words, a record per task, that the worker copies into shared memory
- * in one bulk copy at entry (and again, a window at a time, when it is
- * longer than the window), so picking the next task, its waits, triggers and
- * the bytes to prefetch for it are shared-memory reads.
+ * at entry (and again, a window at a time, when it is longer than the
+ * window), so picking the next task, its waits, triggers and the bytes to
+ * prefetch for it are shared-memory reads.
  *
  * Record (all int32):
  *   [0] task id (the task table's: status, profile, reports), or kEndOfList
@@ -63,6 +63,16 @@ LOOM_HOST_DEVICE inline int32_t numTriggers(int32_t counts) {
 }
 LOOM_HOST_DEVICE inline int32_t numPrefetches(int32_t counts) {
   return (counts >> 22) & kMaxPrefetches;
+}
+/// Where a record's waits, triggers and prefetches start.
+LOOM_HOST_DEVICE inline const int32_t *waitsOf(const int32_t *rec) {
+  return rec + kHeaderWords;
+}
+LOOM_HOST_DEVICE inline const int32_t *triggersOf(const int32_t *rec) {
+  return waitsOf(rec) + kWaitWords * numWaits(rec[3]);
+}
+LOOM_HOST_DEVICE inline const int32_t *prefetchesOf(const int32_t *rec) {
+  return triggersOf(rec) + kTriggerWords * numTriggers(rec[3]);
 }
 LOOM_HOST_DEVICE inline int32_t recordWords(int32_t counts) {
   return kHeaderWords + kWaitWords * numWaits(counts) +

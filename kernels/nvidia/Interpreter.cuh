@@ -210,10 +210,8 @@ __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
 /// without work has none and triggers relaxed.
 __device__ __forceinline__ void triggerAll(const LoomKernelArgs &args,
                                            const int32_t *rec, bool release) {
-  const int32_t counts = rec[3];
-  const int32_t triggers = records::numTriggers(counts);
-  const int32_t *t = rec + records::kHeaderWords +
-                     records::kWaitWords * records::numWaits(counts);
+  const int32_t triggers = records::numTriggers(rec[3]);
+  const int32_t *t = records::triggersOf(rec);
   if (release && triggers == 1) {
     redAddReleaseGpu(args.events + t[0], 1);
     return;
@@ -298,9 +296,7 @@ struct Prefetcher {
   /// Issues rows of `rec`'s ranges while under budget; returns the bytes.
   __device__ uint32_t issue(const int32_t *rec) {
     const int32_t counts = rec[3];
-    const int32_t *p = rec + records::kHeaderWords +
-                       records::kWaitWords * records::numWaits(counts) +
-                       records::kTriggerWords * records::numTriggers(counts);
+    const int32_t *p = records::prefetchesOf(rec);
     uint32_t issued = 0;
     // Kept until read: a body streaming other weights meanwhile would
     // otherwise evict lines brought in for later.
@@ -347,9 +343,7 @@ struct Prefetcher {
     if (task < first || task >= cursor)
       return;
     const int32_t counts = rec[3];
-    const int32_t *p = rec + records::kHeaderWords +
-                       records::kWaitWords * records::numWaits(counts) +
-                       records::kTriggerWords * records::numTriggers(counts);
+    const int32_t *p = records::prefetchesOf(rec);
     uint32_t bytes = 0;
     for (int32_t i = 0; i < records::numPrefetches(counts);
          ++i, p += records::kPrefetchWords)
@@ -494,7 +488,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
         function = record[1];
         tile = record[2];
         const int32_t waits = records::numWaits(record[3]);
-        const int32_t *w = record + records::kHeaderWords;
+        const int32_t *w = records::waitsOf(record);
         // A task that must wait brings its own weights (and the next
         // tasks') on chip meanwhile; one that need not wait reads its own.
         auto blocked = [&] {
