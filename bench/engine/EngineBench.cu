@@ -150,11 +150,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   lnv::loomPersistentLoop<kThreads, kWindowWords, 1>(args, s, b);
 }
 
+/// The same with per-task timing (what `loomc --profile` emits): where a
+/// launch's time goes inside the kernel.
+__global__ void __launch_bounds__(kThreads, 1)
+    profiledEngineKernel(LoomKernelArgs args, lnv::EngineSchedule s,
+                         Bodies b) {
+  lnv::loomProfiledLoop<kThreads, kWindowWords, 1>(args, s, b);
+}
+
 //===----------------------------------------------------------------------===//
 // Plain kernels
 //===----------------------------------------------------------------------===//
 
 __global__ void emptyKernel() {}
+
+/// An empty kernel that takes N bindings by value, as emitted kernels do
+/// (DeviceAbi.h, version 4): what the parameters alone cost a launch.
+template <int N>
+__global__ void emptyParamKernel(const __grid_constant__ LoomBindings<N> b) {}
 
 /// One thread per block: block b waits for flag b - 1, then raises flag b.
 __global__ void bareChainKernel(unsigned *flags, int links, unsigned epoch) {
@@ -173,6 +186,36 @@ __global__ void bareChainKernel(unsigned *flags, int links, unsigned epoch) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + i),
                  "r"(epoch)
                  : "memory");
+  }
+}
+
+/// The bare chain with the engine's parts added one at a time, to say where
+/// the engine's hop goes: kAdd, 64-bit counters raised by a release add (the
+/// engine's trigger) instead of a release store of the launch number; kBlock,
+/// a block of kThreads whose leader waits while the others hold at a
+/// barrier, and a second barrier before the trigger (the engine's body).
+template <bool kAdd, bool kBlock>
+__global__ void chainProbeKernel(unsigned long long *counters, int links,
+                                 unsigned long long epoch) {
+  for (int i = blockIdx.x; i < links; i += gridDim.x) {
+    if (threadIdx.x == 0 && i > 0) {
+      unsigned long long v;
+      do {
+        v = lnv::loadAcquireGpu(counters + i - 1);
+      } while (v < epoch);
+    }
+    if (kBlock) {
+      __syncthreads();
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if (kAdd)
+        lnv::redAddReleaseGpu(counters + i, 1);
+      else
+        asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(counters + i),
+                     "l"(epoch)
+                     : "memory");
+    }
   }
 }
 
@@ -338,9 +381,10 @@ struct Engine {
   }
   void launch(const Bodies &b) {
     void *params[] = {&args, &schedule, const_cast<Bodies *>(&b)};
-    CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(engineKernel),
-                                           dim3(workers), dim3(kThreads),
-                                           params, smem, 0));
+    void *kernel = args.profile ? reinterpret_cast<void *>(profiledEngineKernel)
+                                : reinterpret_cast<void *>(engineKernel);
+    CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(workers),
+                                           dim3(kThreads), params, smem, 0));
   }
   /// Every worker ran every launch and none reported an error.
   bool healthy(uint64_t launches) const {
@@ -394,6 +438,80 @@ int maxDynamicSmem() {
   return bytes - kWindowWords * 4 - 1024;
 }
 
+/// A chain of `links` tasks, link i on worker i % W waiting for link i - 1.
+Program chainProgram(int W, int links, Kind body) {
+  Program p{W};
+  for (int32_t i = 0, prev = -1; i < links; ++i) {
+    const int32_t e = p.event(1);
+    std::vector<rec::Wait> waits;
+    if (prev >= 0)
+      waits.push_back({prev, 1});
+    p.task(i % W, body, i, waits, {e});
+    prev = e;
+  }
+  return p;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// `runs` single launches of `p` through the profiled loop; returns each
+/// launch's timing records (tasks, then workers), and the median launch
+/// time by events in `us`.
+std::vector<std::vector<LoomTaskTiming>> profiledRuns(int W, const Program &p,
+                                                      Timer &t, int runs,
+                                                      double &us) {
+  Engine e(p, nullptr, 0, 0);
+  Dev<LoomTaskTiming> timing(p.tasks.size() + size_t(W));
+  e.args.profile = timing.p;
+  Bodies b{};
+  us = t.time(std::max(10, reps / 4), [&] { e.launch(b); }).first;
+  std::vector<std::vector<LoomTaskTiming>> out;
+  for (int r = 0; r < runs; ++r) {
+    timing.zero();
+    e.launch(b);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    out.push_back(timing.get());
+  }
+  return out;
+}
+
+/// Where an engine launch's time goes, by the profiled loop's timestamps
+/// (%globaltimer, ns): the span from the first worker's entry to the last
+/// one's exit, a worker's own entry-to-exit, its entry to its first task's
+/// pick, and between consecutive tasks' picks.
+void profileBreakdown(int W, const Program &p, Timer &t) {
+  double us;
+  std::vector<double> span, worker, first, gap;
+  for (const auto &v : profiledRuns(W, p, t, 20, us)) {
+    uint64_t lo = ~0ull, hi = 0;
+    std::vector<std::vector<uint64_t>> picks(W);
+    for (size_t i = 0; i < p.tasks.size(); ++i)
+      picks[p.worker[i]].push_back(v[i].pick);
+    for (int w = 0; w < W; ++w) {
+      const LoomTaskTiming &x = v[p.tasks.size() + w];
+      lo = std::min<uint64_t>(lo, x.start);
+      hi = std::max<uint64_t>(hi, x.end);
+      worker.push_back(1e-3 * double(x.end - x.start));
+      std::sort(picks[w].begin(), picks[w].end());
+      if (!picks[w].empty())
+        first.push_back(1e-3 * double(picks[w][0] - x.start));
+      for (size_t k = 1; k < picks[w].size(); ++k)
+        gap.push_back(1e-3 * double(picks[w][k] - picks[w][k - 1]));
+    }
+    span.push_back(1e-3 * double(hi - lo));
+  }
+  std::printf("  profiled, %zu task(s)/worker: launch %.2f us (events); "
+              "inside: span %.2f, worker %.2f, entry->first pick %.2f, "
+              "pick->pick %.3f us (medians)\n",
+              p.tasks.size() / W, us, median(span), median(worker),
+              median(first), median(gap));
+}
+
 void benchEmpty(int W, Timer &t) {
   const int big = maxDynamicSmem();
   CUDA_CHECK(cudaFuncSetAttribute(engineKernel,
@@ -436,6 +554,26 @@ void benchEmpty(int W, Timer &t) {
            plain.second, eng.second / plain.second, "<= 1.3",
            eng.second <= 1.3 * plain.second, ok, ""});
     }
+  // The launch cost of parameters: bindings by value, 9 (an MLA program's)
+  // and 64 of them, against none.
+  {
+    auto paramLaunch = [&](auto kernel, auto &param) {
+      return t.time(reps, [&] {
+        void *params[] = {&param};
+        CUDA_CHECK(cudaLaunchCooperativeKernel(
+            reinterpret_cast<void *>(kernel), dim3(W), dim3(kThreads), params,
+            0, 0));
+      });
+    };
+    LoomBindings<9> b9{};
+    LoomBindings<64> b64{};
+    auto p9 = paramLaunch(emptyParamKernel<9>, b9);
+    auto p64 = paramLaunch(emptyParamKernel<64>, b64);
+    std::printf("  plain empty kernel with bindings by value: 9 (%zu B) "
+                "%.2f / %.2f us, 64 (%zu B) %.2f / %.2f us (single / b2b)\n",
+                sizeof b9, p9.first, p9.second, sizeof b64, p64.first,
+                p64.second);
+  }
   // Where the time goes: 8 no-op tasks per worker against 1 (the slope is
   // the cost of a task, the rest is the launch's own).
   Program eight{W};
@@ -451,6 +589,8 @@ void benchEmpty(int W, Timer &t) {
     ok = ok && e.healthy(uint64_t(3 + 2 * reps));
   }
   const double perTask = (perLaunch[1] - perLaunch[0]) / 7;
+  for (int k = 0; k < 2; ++k)
+    profileBreakdown(W, k ? eight : p, t);
   char note[96];
   std::snprintf(note, sizeof note, "1 task %.2f us, 8 tasks %.2f us per launch",
                 perLaunch[0], perLaunch[1]);
@@ -465,16 +605,7 @@ void benchEmpty(int W, Timer &t) {
 /// launch, and (kLink) every link stored its launch's number.
 double chainLaunch(int W, int laps, Kind body, Timer &t, bool &ok) {
   const int links = laps * W;
-  Program p{W};
-  int32_t prev = -1;
-  for (int i = 0; i < links; ++i) {
-    int32_t e = p.event(1);
-    std::vector<rec::Wait> waits;
-    if (prev >= 0)
-      waits.push_back({prev, 1});
-    p.task(i % W, body, i, waits, {e});
-    prev = e;
-  }
+  const Program p = chainProgram(W, links, body);
   Engine e(p, nullptr, 0, 0);
   Dev<int32_t> linkValues(links);
   linkValues.zero();
@@ -511,6 +642,50 @@ void benchChain(int W, Timer &t) {
               }).first;
   }
   const double bareHop = (bare[1] - bare[0]) / hops;
+  {
+    // The engine's parts on the bare chain (chainProbeKernel).
+    auto probe = [&](auto kernel, int threads) {
+      double us[2];
+      for (int k = 0; k < 2; ++k) {
+        const int links = laps[k] * W;
+        Dev<unsigned long long> c(links);
+        c.zero();
+        unsigned long long epoch = 0;
+        us[k] = t.time(reps, [&] {
+                  kernel<<<W, threads>>>(c.p, links, ++epoch);
+                }).first;
+      }
+      return (us[1] - us[0]) / hops;
+    };
+    std::printf("  bare chain per hop: store %.3f, add %.3f, add + %d-thread "
+                "block and 2 barriers %.3f us\n",
+                probe(chainProbeKernel<false, false>, 32),
+                probe(chainProbeKernel<true, false>, 32), kThreads,
+                probe(chainProbeKernel<true, true>, kThreads));
+  }
+  {
+    // A hop's parts by the profiled loop: a link's end (before its trigger)
+    // to the next link's start (its wait over), and start to end (the
+    // barriers around its body).
+    const Program p = chainProgram(W, laps[1] * W, kNop);
+    double us;
+    std::vector<double> handoff, run;
+    for (const auto &v : profiledRuns(W, p, t, 5, us))
+      for (size_t i = 1; i < p.tasks.size(); ++i) {
+        handoff.push_back(1e-3 * (double(v[i].start) - double(v[i - 1].end)));
+        run.push_back(1e-3 * double(v[i].end - v[i].start));
+      }
+    std::printf("  profiled chain: launch %.1f us; per hop: end->next start "
+                "%.3f us, start->end %.3f us (medians)\n",
+                us, median(handoff), median(run));
+  }
+  {
+    // Shorter chains: no worker waits long enough (~0.5 ms) to publish.
+    const double a = chainLaunch(W, 1, kNop, t, ok);
+    const double b = chainLaunch(W, 3, kNop, t, ok);
+    std::printf("  engine chain per hop over 1..3 laps: %.3f us\n",
+                (b - a) / (2.0 * W));
+  }
   for (Kind body : {kNop, kLink}) {
     const double a = chainLaunch(W, laps[0], body, t, ok);
     const double b = chainLaunch(W, laps[1], body, t, ok);
@@ -731,7 +906,7 @@ int main(int argc, char **argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--json FILE] [--reps N] "
-                   "[--only empty|chain|stream] [--ungated]\n",
+                   "[--only empty|chain|stream|ncu] [--ungated]\n",
                    argv[0]);
       return 2;
     }
@@ -751,6 +926,24 @@ int main(int argc, char **argv) {
               "plain", "ratio", "target", "");
   Timer t;
   t.ungated = ungated;
+  if (only == "ncu") {
+    // For a profiler: 10 launches of one no-op task per worker, then 10 of
+    // eight, then 10 of a chain (`ncu -k regex:engineKernel --launch-skip
+    // 13 ...` picks an eight-task launch).
+    for (int k : {1, 8, 0}) {
+      // k = 0: a chain of 3 laps of the SMs (launch-skip 23).
+      Program p = chainProgram(W, k == 0 ? 3 * W : 0, kNop);
+      for (int i = 0; i < k; ++i)
+        for (int w = 0; w < W; ++w)
+          p.task(w, kNop, 0, {}, {});
+      Engine e(p, nullptr, 0, 0);
+      Bodies b{};
+      for (int i = 0; i < 10; ++i)
+        e.launch(b);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    return 0;
+  }
   if (only.empty() || only == "empty")
     benchEmpty(W, t);
   if (only.empty() || only == "chain")

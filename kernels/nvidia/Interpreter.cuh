@@ -1,18 +1,21 @@
 //===- Interpreter.cuh - The persistent worker loop --------------*- CUDA -*-===//
 //
 // One block per worker, all co-resident (cooperative launch). Thread 0, the
-// leader, walks the worker's schedule, waits for each task's input events,
-// and after the whole block has run the task's body, triggers its output
-// events. The memory-order protocol is in Atomics.cuh.
+// leader, waits for each task's input events, and after the whole block has
+// run the task's body, triggers its output events. The memory-order
+// protocol is in Atomics.cuh.
 //
 // The schedule is packed records (kernels/common/WorkerRecords.h). In
-// static mode the first warp copies its worker's first kWindowWords of
-// records into shared memory at entry (the leader copies the next window
-// with cp.async.bulk when the walk reaches its end), so a task's id, tile,
-// waits, triggers and prefetches are shared-memory reads. Dynamic mode
+// static mode a warp copies its worker's first kWindowWords of records into
+// shared memory at entry (the leader copies the next window with
+// cp.async.bulk when the walk reaches its end), and every thread walks the
+// window itself, so a task costs the block one barrier (the one ending its
+// body) plus one when the leader must wait for inputs first; nothing is
+// handed from the leader to the block through shared memory. Dynamic mode
 // takes tickets from one queue counter and reads ticket t's record from
-// global memory. A task whose first runtime row is at or past the run's
-// leading size has no work: it only triggers.
+// global memory (one more barrier hands the ticket to the block). A task
+// whose first runtime row is at or past the run's leading size has no
+// work: it only triggers.
 //
 // Prefetch (static mode, an experiment: loomc --l2-prefetch, off by
 // default because it measured slower, bench/engine/README.md): records may
@@ -28,8 +31,9 @@
 // A hang is never silent, and a healthy launch writes nothing to the host.
 // A wait publishes (task, event, seen, needed) to args.status[worker]
 // (host-mapped) once it has lasted kQuietCycles, then refreshes `seen`
-// every kCheckCycles; at those points it reads *args.abort_flag and checks
-// args.timeout_cycles (0 = no timeout). A worker that gives up, or whose
+// every kCheckCycles; at those points it checks args.timeout_cycles (0 = no
+// timeout) and *args.abort_flag (as read at the check before: the PCIe read
+// is not waited for). A worker that gives up, or whose
 // body fails, records why in status.error, sets *abort_flag and
 // control[LOOM_CONTROL_FAILED] so the other workers (and later launches)
 // leave, and returns. A launch that ends with no error record succeeded.
@@ -107,7 +111,7 @@ struct EngineSchedule {
 
 namespace detail {
 
-__device__ __forceinline__ void publishWait(LoomWorkerStatus *s, int32_t task,
+__device__ __noinline__ void publishWait(LoomWorkerStatus *s, int32_t task,
                                             int32_t event,
                                             unsigned long long seen,
                                             unsigned long long needed) {
@@ -118,13 +122,17 @@ __device__ __forceinline__ void publishWait(LoomWorkerStatus *s, int32_t task,
 }
 
 /// Records a failure where the host and every later launch see it, and
-/// tells the other workers to leave at their next check.
-__device__ __forceinline__ void fail(const LoomKernelArgs &args,
-                                     LoomWorkerStatus *s, int32_t error) {
+/// tells the other workers to leave at their next check. Rare paths are
+/// out of line (keeping the loop's hot path short and together in the
+/// instruction cache) and take pointers, not the kernel's parameters by
+/// reference, which would copy them to the stack at every entry.
+__device__ __noinline__ void fail(volatile int32_t *abortFlag,
+                                  unsigned long long *control,
+                                  LoomWorkerStatus *s, int32_t error) {
   storeRelaxedSys(&s->error, error);
-  storeRelaxedSys(args.abort_flag, 1);
-  if (args.control)
-    storeRelaxedGpu(args.control + LOOM_CONTROL_FAILED, 1ull);
+  storeRelaxedSys(abortFlag, 1);
+  if (control)
+    storeRelaxedGpu(control + LOOM_CONTROL_FAILED, 1ull);
 }
 
 /// The counts a worker's leader has seen (acquired) per event, direct-mapped:
@@ -172,6 +180,9 @@ __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
   const long long start = clock64();
   long long nextCheck = start + kQuietCycles;
   bool published = false;
+  // The abort flag is host memory: a read is a PCIe round trip. Each check
+  // issues one and looks at the one before, so no poll waits for it.
+  int32_t abortFlag = 0;
   unsigned sleepNs = 32;
   for (long long now = start;;) {
     if (now - start > kSpinCycles) {
@@ -193,13 +204,14 @@ __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
     } else {
       storeRelaxedSys(&status->seen, uint64_t(seen));
     }
-    if (loadRelaxedSys(args.abort_flag) != 0) {
-      fail(args, status, kWorkerAborted);
+    if (abortFlag != 0) {
+      fail(args.abort_flag, args.control, status, kWorkerAborted);
       return kWorkerAborted;
     }
+    abortFlag = loadRelaxedSys(args.abort_flag);
     if (args.timeout_cycles != 0 &&
         static_cast<unsigned long long>(now - start) > args.timeout_cycles) {
-      fail(args, status, kWorkerTimedOut);
+      fail(args.abort_flag, args.control, status, kWorkerTimedOut);
       return kWorkerTimedOut;
     }
   }
@@ -208,18 +220,18 @@ __device__ inline int32_t awaitEvent(const LoomKernelArgs &args,
 /// Leader: adds 1 to each event `rec` triggers. Release: the block's
 /// stores (ordered before by a barrier) happen before the adds; a task
 /// without work has none and triggers relaxed.
-__device__ __forceinline__ void triggerAll(const LoomKernelArgs &args,
+__device__ __forceinline__ void triggerAll(unsigned long long *events,
                                            const int32_t *rec, bool release) {
   const int32_t triggers = records::numTriggers(rec[3]);
   const int32_t *t = records::triggersOf(rec);
   if (release && triggers == 1) {
-    redAddReleaseGpu(args.events + t[0], 1);
+    redAddReleaseGpu(events + t[0], 1);
     return;
   }
   if (release && triggers > 1)
     fenceAcqRelGpu(); // one fence for all of the task's adds
   for (int32_t i = 0; i < triggers; ++i)
-    redAddRelaxedGpu(args.events + t[i], 1);
+    redAddRelaxedGpu(events + t[i], 1);
 }
 
 /// The GPU's global timer (ns), the same on every SM.
@@ -238,50 +250,6 @@ __device__ __forceinline__ void storeTiming(LoomTaskTiming *at, uint64_t pick,
   at->worker = worker;
   at->epoch = static_cast<uint32_t>(epoch);
 }
-
-/// Where a worker's records come from and where its window lives.
-template <int kWindowWords> struct RecordSource {
-  int32_t *words;  // shared, kWindowWords
-  uint64_t *bar;   // shared mbarrier of the bulk copy
-  const int32_t *list;
-  int32_t listWords;
-};
-
-/// The leader's view of its worker's records in static mode: words
-/// [base, end) of its list are in the shared window.
-struct RecordWindow {
-  int32_t base, end;
-  uint32_t phase;
-  int32_t ready; // the mbarrier is initialised (at the first copy)
-
-  /// Copies words [from, from + kWindowWords) (or to the list's end).
-  template <int kWindowWords>
-  __device__ void load(int32_t from, const RecordSource<kWindowWords> &src) {
-    if (!ready) {
-      mbarrierInit(src.bar, 1);
-      ready = 1;
-    }
-    from &= ~(records::kAlignWords - 1);
-    const int32_t n = min(kWindowWords, src.listWords - from);
-    fenceProxyAsyncShared(); // the generic reads of the old window first
-    mbarrierArriveExpectTx(src.bar, uint32_t(n) * 4u);
-    bulkCopyToShared(src.words, src.list + from, uint32_t(n) * 4u, src.bar);
-    mbarrierWait(src.bar, phase);
-    phase ^= 1u;
-    base = from;
-    end = from + n;
-  }
-
-  /// The window offset of the record at list offset `at`, loading the
-  /// window again when it might not hold the whole record.
-  template <int kWindowWords>
-  __device__ int32_t at(int32_t at, int32_t maxRecordWords,
-                        const RecordSource<kWindowWords> &src) {
-    if (at + maxRecordWords > end && end < src.listWords)
-      load(at, src);
-    return at - base;
-  }
-};
 
 /// L2 prefetches of the records' ranges (static mode): those after the task
 /// in hand while it runs, and its own when it has to wait for an event;
@@ -319,19 +287,18 @@ struct Prefetcher {
     return issued;
   }
 
-  /// Issues the records from list offset `from` on, as far as the window
-  /// holds them and the budget goes.
-  template <int kWindowWords>
-  __device__ void from(int32_t at, const RecordWindow &w,
-                       const RecordSource<kWindowWords> &src) {
+  /// Issues the records from list offset `at` on, as far as the window
+  /// (list words [base, end) at `words`) holds them and the budget goes.
+  __device__ __noinline__ void from(int32_t at, int32_t base, int32_t end,
+                       const int32_t *words) {
     if (cursor < at) {
       first = cursor = at;
       ahead = 0;
     }
-    while (ahead < budget && cursor + records::kHeaderWords <= w.end) {
-      const int32_t *rec = src.words + (cursor - w.base);
+    while (ahead < budget && cursor + records::kHeaderWords <= end) {
+      const int32_t *rec = words + (cursor - base);
       if (rec[0] == records::kEndOfList ||
-          cursor + records::recordWords(rec[3]) > w.end)
+          cursor + records::recordWords(rec[3]) > end)
         return;
       ahead += issue(rec);
       cursor += records::recordWords(rec[3]);
@@ -339,7 +306,7 @@ struct Prefetcher {
   }
 
   /// The task at list offset `task` is done: its bytes no longer count.
-  __device__ void done(int32_t task, const int32_t *rec) {
+  __device__ __noinline__ void done(int32_t task, const int32_t *rec) {
     if (task < first || task >= cursor)
       return;
     const int32_t counts = rec[3];
@@ -353,32 +320,116 @@ struct Prefetcher {
   }
 };
 
+/// Leader, static mode: copies the worker's list on from the record at
+/// window offset `at` (rounded down to 16 bytes) into the window. Out of
+/// line: it is rare, and the loop's hot path stays short and together.
+template <int kWindowWords>
+__device__ __noinline__ void
+reloadWindow(int32_t *window, uint64_t *bar, uint32_t *phase, int32_t *base,
+             int32_t *words, int32_t at, const int32_t *list, int32_t listWords) {
+  const int32_t from = (*base + at) & ~(records::kAlignWords - 1);
+  const int32_t n = min(kWindowWords, listWords - from);
+  fenceProxyAsyncShared(); // the generic reads of the old window first
+  mbarrierArriveExpectTx(bar, uint32_t(n) * 4u);
+  bulkCopyToShared(window, list + from, uint32_t(n) * 4u, bar);
+  mbarrierWait(bar, *phase);
+  *phase ^= 1u;
+  *base = from;
+  *words = n;
+}
+
+/// A record's header words (WorkerRecords.h).
+struct Header {
+  int32_t task, function, tile, counts, firstRow;
+  __device__ __forceinline__ static Header at(const int32_t *rec) {
+    return {rec[0], rec[1], rec[2], rec[3], rec[4]};
+  }
+};
+
+/// The leader's wait for every input of the task `rec` describes: 0, or why
+/// it gave up (status already says where). A task that must wait brings
+/// its own weights (and the next tasks') into L2 meanwhile; one that need
+/// not wait, the next tasks'.
+template <typename Prefetch>
+__device__ __forceinline__ int32_t awaitInputs(const LoomKernelArgs &args,
+                                               LoomWorkerStatus *status,
+                                               const int32_t *rec,
+                                               unsigned long long epoch,
+                                               SeenCounts &seen,
+                                               Prefetch prefetchFrom) {
+  const int32_t task = rec[0];
+  const int32_t waits = records::numWaits(rec[3]);
+  const int32_t *w = records::waitsOf(rec);
+  int32_t wait = 0;
+  for (int32_t i = 0; i < waits && !wait; ++i, w += records::kWaitWords)
+    wait = awaitEvent(args, status, task, w[0],
+                      epoch * static_cast<unsigned long long>(w[1]), seen,
+                      [&] { prefetchFrom(0); });
+  if (!wait)
+    prefetchFrom(records::recordWords(rec[3]));
+  return wait;
+}
+
+/// Leader, a task without work for this launch's sizes: it only triggers
+/// (relaxed: it wrote nothing). Out of line, as everything rare.
+__device__ __noinline__ void skipTask(unsigned long long *events,
+                                      const int32_t *rec,
+                                      LoomTaskTiming *profile, int32_t worker,
+                                      unsigned long long epoch) {
+  triggerAll(events, rec, /*release=*/false);
+  if (profile) {
+    const uint64_t now = globalTimerNs();
+    storeTiming(profile + rec[0], now, now, now, worker, epoch);
+  }
+}
+
+/// Leader, dynamic mode: takes tickets until one has work (tasks without
+/// work only trigger); returns its record's offset, or -1 when the launch's
+/// tickets are all taken.
+__device__ __noinline__ int32_t
+takeTicket(unsigned long long *events, unsigned long long *queue,
+           const int32_t *queueOffsets, const int32_t *records,
+           int32_t numTasks, unsigned long long ticketBase,
+           int64_t runtimeRows, LoomTaskTiming *profile, int32_t worker,
+           unsigned long long epoch) {
+  for (;;) {
+    const unsigned long long ticket =
+        fetchAddRelaxedGpu(queue, 1) - ticketBase;
+    if (ticket >= static_cast<unsigned long long>(numTasks))
+      return -1;
+    const int32_t recordAt = queueOffsets[ticket];
+    const int32_t *r = records + recordAt;
+    if (r[4] == 0 || runtimeRows > r[4])
+      return recordAt;
+    skipTask(events, r, profile, worker, epoch);
+  }
+}
+
 /// loomPersistentLoop's body; kProfile adds the timing records.
+///
+/// Every thread walks the worker's records in the shared window itself (the
+/// window offset of the next record is a register of each thread, and every
+/// thread takes the same branches), so a task costs the block one barrier,
+/// the one that ends its body, plus one more when the leader has to wait
+/// for its inputs first. Dynamic mode: the leader takes a ticket and waits,
+/// then one barrier hands the ticket's record to the block.
 template <int kThreads, int kWindowWords, int kBindings, bool kProfile,
           typename RunTask>
 __device__ void workerLoop(const LoomKernelArgs &args,
                            const EngineSchedule &schedule, RunTask runTask) {
   static_assert(kWindowWords % records::kAlignWords == 0,
                 "the window is copied in 16-byte units");
+  static_assert(kThreads % 32 == 0, "whole warps");
   extern __shared__ __align__(128) char loomDynamicSmem[];
   __shared__ __align__(16) int32_t sWindow[kWindowWords];
   __shared__ uint64_t sWindowBar;
   __shared__ uint64_t sBindingData[kBindings];
-  __shared__ int32_t sTask, sFunction, sTile; // task in hand; -1: none left
-  __shared__ int32_t sWait;  // 0, or why the leader gave up waiting
+  // Static mode: the window holds list words [sWinBase, sWinBase + sWinWords).
+  __shared__ int32_t sWinBase, sWinWords;
+  __shared__ uint32_t sWinPhase;
+  __shared__ int32_t sRecordAt; // dynamic: the ticket's record; -1: none left
   __shared__ int32_t sError; // a body's non-zero return
   __shared__ int32_t sSkip;  // an earlier launch failed: do nothing
-  // The leader's state. Only it reads it; it lives here, not in registers,
-  // because registers live across the body call would be saved around it
-  // by every thread. What changes per task is one 32-byte copy in and out.
-  struct State {
-    int32_t cursor;   // static: the next record's list offset
-    int32_t recordAt; // the task in hand's record: window offset (static),
-                      // offset in schedule.records (dynamic)
-    int32_t pad[2];
-    RecordWindow window;
-  };
-  __shared__ __align__(16) State sState;
   __shared__ unsigned long long sEpoch, sTicketBase;
   __shared__ int64_t sRuntimeRows; // tasks whose first row is past it are empty
   __shared__ SeenCounts sSeen;
@@ -394,6 +445,20 @@ __device__ void workerLoop(const LoomKernelArgs &args,
   const int32_t *const list =
       schedule.records + int64_t(worker) * schedule.stride;
   LoomTaskTiming *const profile = kProfile ? args.profile : nullptr;
+
+  // Entry: the first window (one warp's 16-byte loads: here a bulk copy's
+  // completion costs more than the loads' L2 round trip), the leader's
+  // control words and sizes (another warp's, so the two round trips
+  // overlap), the seen-count cache and the prefetch addresses.
+  constexpr int kCopyWarp = kThreads >= 64 ? 1 : 0;
+  if (!dynamic && threadIdx.x / 32 == kCopyWarp) {
+    const int32_t n = min(kWindowWords, schedule.stride);
+    for (int32_t i = 4 * (threadIdx.x % 32); i < n; i += 4 * 32)
+      *reinterpret_cast<int4 *>(sWindow + i) =
+          *reinterpret_cast<const int4 *>(list + i);
+  }
+  for (int i = threadIdx.x; i < SeenCounts::kSlots; i += kThreads)
+    sSeen.event[i] = -1;
   if (prefetch)
     for (int32_t b = threadIdx.x; b < schedule.numBindings; b += kThreads) {
       // The copy engine needs 16-byte aligned addresses: a buffer bound
@@ -401,23 +466,9 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       const uint64_t data = reinterpret_cast<uint64_t>(args.bindings[b].data);
       sBindingData[b] = data % 16 == 0 ? data : 0;
     }
-  if (!dynamic && threadIdx.x < 32) {
-    // The first window by the first warp's 16-byte loads: at entry a bulk
-    // copy's completion costs more than the loads' L2 round trip.
-    const int32_t n = min(kWindowWords, schedule.stride);
-    for (int32_t i = 4 * threadIdx.x; i < n; i += 4 * 32)
-      *reinterpret_cast<int4 *>(sWindow + i) =
-          *reinterpret_cast<const int4 *>(list + i);
-  }
   if (leader) {
     if (kProfile && profile)
       sEntryNs = globalTimerNs();
-    State L{};
-    L.window.end = min(kWindowWords, schedule.stride);
-    sState = L;
-    sPrefetcher = Prefetcher{sBindingData, schedule.prefetchBudget, 0, 0, 0};
-    sError = 0;
-    sSeen.clear();
     // Launches the host numbers touch no control word; launches numbered
     // on the device read this worker's count, and skip everything once a
     // launch failed (its counters no longer mean anything) until the
@@ -435,117 +486,128 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     sEpoch = epoch;
     sTicketBase = (epoch - 1) * static_cast<unsigned long long>(
                                     schedule.numTasks + gridDim.x);
+    sError = 0;
+    sWinBase = 0;
+    sWinWords = min(kWindowWords, schedule.stride);
+    sWinPhase = 0;
+    if (!dynamic && schedule.stride > kWindowWords)
+      mbarrierInit(&sWindowBar, 1);
+    sPrefetcher = Prefetcher{sBindingData, schedule.prefetchBudget, 0, 0, 0};
   }
   __syncthreads();
   if (sSkip)
     return;
 
-  for (;;) {
-    // The leader picks the task and waits for its inputs. The shared task
-    // words are rewritten only after the barrier that ends the previous
-    // body, which every thread passes after reading them.
-    if (leader) {
-      const RecordSource<kWindowWords> src{sWindow, &sWindowBar, list,
-                                           schedule.stride};
-      State L = sState;
-      const unsigned long long epoch = sEpoch;
-      const int64_t runtimeRows = sRuntimeRows;
-      const int32_t *record = nullptr;
-      int32_t task = -1, function = 0, tile = 0, wait = 0;
-      uint64_t pickNs = 0;
-      // Tasks without work for this launch's sizes only trigger: no wait,
-      // no body, no barrier.
-      for (;;) {
-        task = -1;
-        if (dynamic) {
-          const unsigned long long ticket =
-              fetchAddRelaxedGpu(args.events + schedule.numEvents, 1) -
-              sTicketBase;
-          if (ticket < static_cast<unsigned long long>(schedule.numTasks)) {
-            L.recordAt = schedule.queueOffsets[ticket];
-            record = schedule.records + L.recordAt;
-            task = record[0];
-          }
-        } else {
-          L.recordAt = L.window.at(L.cursor, schedule.maxRecordWords, src);
-          record = sWindow + L.recordAt;
-          task = record[0];
-        }
-        if (kProfile && profile)
-          pickNs = globalTimerNs();
-        if (task < 0 || record[4] == 0 || runtimeRows > record[4])
-          break;
-        triggerAll(args, record, /*release=*/false);
-        if (kProfile && profile)
-          storeTiming(profile + task, pickNs, pickNs, pickNs, worker, epoch);
-        if (!dynamic) {
-          if (prefetch)
-            sPrefetcher.done(L.cursor, record);
-          L.cursor += records::recordWords(record[3]);
-        }
-      }
-      if (task >= 0) {
-        function = record[1];
-        tile = record[2];
-        const int32_t waits = records::numWaits(record[3]);
-        const int32_t *w = records::waitsOf(record);
-        // A task that must wait brings its own weights (and the next
-        // tasks') on chip meanwhile; one that need not wait reads its own.
-        auto blocked = [&] {
-          if (prefetch)
-            sPrefetcher.from(L.cursor, L.window, src);
-        };
-        for (int32_t i = 0; i < waits && !wait; ++i, w += records::kWaitWords)
-          wait = awaitEvent(args, status, task, w[0],
-                            epoch * static_cast<unsigned long long>(w[1]),
-                            sSeen, blocked);
-        if (prefetch && !wait)
-          sPrefetcher.from(L.cursor + records::recordWords(record[3]),
-                           L.window, src);
-        if (kProfile && profile) {
-          sPickNs = pickNs;
-          sStartNs = globalTimerNs();
-        }
-      }
-      sTask = task;
-      sFunction = function;
-      sTile = tile;
-      sWait = wait;
-      sState = L;
-    }
-    __syncthreads();
-    const int32_t task = sTask;
-    if (task < 0)
-      break;
-    if (sWait != 0)
-      goto leave; // status already says where and why
+  // Static mode: the next record's window offset, and the offset past which
+  // a record might not fit the window (INT32_MAX: the window ends the list).
+  int32_t at = 0;
+  int32_t reloadPast = schedule.stride <= kWindowWords
+                           ? INT32_MAX
+                           : kWindowWords - schedule.maxRecordWords;
+  // The leader's wait, with the prefetches it issues meanwhile.
+  auto leaderAwait = [&](const int32_t *rec) {
+    auto prefetchFrom = [&](int32_t skip) {
+      if (prefetch)
+        sPrefetcher.from(sWinBase + at + skip, sWinBase, sWinBase + sWinWords,
+                         sWindow);
+    };
+    if (kProfile && profile)
+      sPickNs = globalTimerNs();
+    const int32_t wait =
+        awaitInputs(args, status, rec, sEpoch, sSeen, prefetchFrom);
+    if (kProfile && profile)
+      sStartNs = globalTimerNs();
+    return wait;
+  };
 
+  for (;;) {
+    Header h;             // the task in hand
+    const int32_t *rec;   // its record (shared or global memory)
+    if (dynamic) {
+      // sRecordAt is rewritten only after the barrier that ends the
+      // previous body, which every thread passes after reading it.
+      if (leader)
+        sRecordAt = takeTicket(args.events, args.events + schedule.numEvents,
+                               schedule.queueOffsets, schedule.records,
+                               schedule.numTasks, sTicketBase, sRuntimeRows,
+                               profile, worker, sEpoch);
+      __syncthreads();
+      if (sRecordAt < 0)
+        break;
+      rec = schedule.records + sRecordAt;
+      h = Header::at(rec);
+    } else {
+      if (__builtin_expect(at > reloadPast, 0)) {
+        // The next record might run past the window: the leader copies
+        // the window on from it, once every thread is done reading the
+        // old one (threads run ahead of each other between barriers).
+        __syncthreads();
+        if (leader)
+          reloadWindow<kWindowWords>(sWindow, &sWindowBar, &sWinPhase,
+                                     &sWinBase, &sWinWords, at, list,
+                                     schedule.stride);
+        __syncthreads();
+        at &= records::kAlignWords - 1; // the old base was aligned too
+        reloadPast = sWinBase + sWinWords >= schedule.stride
+                         ? INT32_MAX
+                         : sWinWords - schedule.maxRecordWords;
+      }
+      // The header's words at once (independent loads); a record is never
+      // shorter than its header and the window always holds it.
+      rec = sWindow + at;
+      h = Header::at(sWindow + at);
+      if (h.task < 0)
+        break;
+      if (h.firstRow != 0 && sRuntimeRows <= h.firstRow) {
+        // No work for this launch's sizes: it only triggers (no wait,
+        // no body, no barrier).
+        if (leader) {
+          skipTask(args.events, rec, profile, worker, sEpoch);
+          if (prefetch)
+            sPrefetcher.done(sWinBase + at, rec);
+        }
+        at += records::recordWords(h.counts);
+        continue;
+      }
+    }
     {
-      const int32_t err = runTask(sFunction, sTile, task, args, loomDynamicSmem);
+      // Only the leader's flag says whether its wait failed: the barrier
+      // carries it, no shared word. Without waits there is no barrier:
+      // the one that ended the last body is enough.
+      const bool waits = records::numWaits(h.counts) != 0;
+      int32_t wait = 0;
+      if (leader && (waits || prefetch || (kProfile && profile)))
+        wait = leaderAwait(rec); // also the stamps and next prefetches
+      if (waits && __syncthreads_or(wait != 0))
+        goto leave; // status already says where and why
+    }
+    {
+      const int32_t err =
+          runTask(h.function, h.tile, h.task, args, loomDynamicSmem);
       if (err != 0)
         sError = err;
       // Ends the body: every thread's stores are ordered before the
       // leader's release below, and no thread still uses the shared memory.
       if (__syncthreads_or(err != 0)) {
         if (leader) {
-          publishWait(status, task, -1, 0, 0);
-          fail(args, status, sError);
+          publishWait(status, h.task, -1, 0, 0);
+          fail(args.abort_flag, args.control, status, sError);
         }
         goto leave;
       }
-    }
-    if (leader) {
-      const int32_t cursor = sState.cursor, recordAt = sState.recordAt;
-      const int32_t *record =
-          (dynamic ? schedule.records : sWindow) + recordAt;
-      if (kProfile && profile)
-        storeTiming(profile + task, sPickNs, sStartNs, globalTimerNs(), worker,
-                    sEpoch);
-      triggerAll(args, record, /*release=*/true);
-      if (!dynamic) {
-        if (prefetch)
-          sPrefetcher.done(cursor, record);
-        sState.cursor = cursor + records::recordWords(record[3]);
+      if (leader && kProfile && profile)
+        storeTiming(profile + h.task, sPickNs, sStartNs, globalTimerNs(),
+                    worker, sEpoch);
+      if (dynamic) {
+        if (leader)
+          triggerAll(args.events, schedule.records + sRecordAt, /*release=*/true);
+      } else {
+        if (leader) {
+          triggerAll(args.events, sWindow + at, /*release=*/true);
+          if (prefetch)
+            sPrefetcher.done(sWinBase + at, sWindow + at);
+        }
+        at += records::recordWords(sWindow[at + 3]);
       }
     }
   }

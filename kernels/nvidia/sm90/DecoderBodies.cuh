@@ -213,10 +213,10 @@ __device__ __forceinline__ uint32_t word(const uint4 &u, int i) {
 
 #ifndef LOOM_LINEAR_STAGES
 /// Register stages of the weight stream at M <= 8 (decode batches): 2 keeps
-/// one k step (4 KB a warp) in flight while another multiplies. 3 is an
-/// experiment for the next H200 run (LOOM_NVCC_FLAGS=-DLOOM_LINEAR_STAGES=3;
-/// ptxas, sm_90a: linearTile 250 registers, no spills; 4 spills 8-12 bytes),
-/// not yet run on a GPU, so not the default.
+/// one k step (4 KB a warp) in flight while another multiplies. 3 (ptxas,
+/// sm_90a: linearTile 250 registers, no spills; 4 spills 8-12 bytes) made
+/// no difference on the H200's decoder rows
+/// (bench/results/h200/2026-12-02-ab-stages3), so 2 stays the default.
 #define LOOM_LINEAR_STAGES 2
 #endif
 static_assert(LOOM_LINEAR_STAGES >= 2 && LOOM_LINEAR_STAGES <= 4,
