@@ -8,10 +8,23 @@
  * It returns the program's task table (LoomProgramDesc, run_task = NULL: the
  * bodies run on the device) and the code object the runtime loads.
  *
- * The kernel takes one LoomKernelArgs by value. Each worker block walks its
+ * The kernel takes a LoomKernelArgs by value (and, since version 4, maybe
+ * its bindings: see below). Each worker block walks its
  * task list; a wait polls `events[e]` until it reaches epoch * needs[e]
  * (relaxed polls, then an acquire), a trigger is a release add at device
  * scope after the body's stores are drained.
+ *
+ * Bindings by value (version 4). A kernel whose LoomDeviceProgram sets
+ * LOOM_DEVICE_INLINE_BINDINGS takes a second parameter, the bindings
+ * themselves: `LoomKernelArgs args, const __grid_constant__ LoomBindings<N>`
+ * with N = max(1, num_buffers), and reads them there when `args.bindings` is
+ * NULL (the runtime passes NULL there for such kernels, in all its
+ * launches). A launch then carries everything it reads, so it can be queued
+ * on a stream or captured in a CUDA graph with no copy before it. The emitter
+ * gives a kernel that parameter only when both fit in LOOM_KERNEL_PARAM_BYTES
+ * (LOOM_INLINE_BINDINGS_FIT); a larger table keeps the one-parameter kernel
+ * and the device copy. Version 3 differs only in having no such kernels:
+ * the runtime accepts both (LOOM_DEVICE_ABI_OLDEST_VERSION).
  *
  * The launch number (version 3). A launch with `epoch` = 0 takes its number
  * from device memory, so launches queued back to back on a stream, or
@@ -20,10 +33,12 @@
  * as it leaves (every worker runs every launch, so they agree); a worker
  * that fails or gives up sets control[LOOM_CONTROL_FAILED], and later such
  * launches do nothing until the runtime zeroes the counters and the control
- * words. A launch with `epoch` > 0 (the runtime's own launches) uses that
- * number and touches no control word: a runtime that switches to epoch 0
- * first stores the launches completed into every worker's word. Kernels
- * that predate version 3 (the AMD loop) use `epoch` alone.
+ * words. A launch with `epoch` > 0 (the runtime's own launches, until a
+ * program's first launch on a stream) uses that number and touches no
+ * control word: a runtime that switches to epoch 0 first stores the
+ * launches completed into every worker's word, and then numbers all its
+ * launches with epoch 0, since a graph may replay epoch-0 launches at any
+ * time. Kernels that predate version 3 (the AMD loop) use `epoch` alone.
  *
  * Status (version 3): a launch that ends with no LoomWorkerStatus saying
  * error != 0 succeeded. The NVIDIA loop writes a record only when a wait has
@@ -50,7 +65,10 @@
 extern "C" {
 #endif
 
-#define LOOM_DEVICE_ABI_VERSION 3
+#define LOOM_DEVICE_ABI_VERSION 4
+/* The oldest version the runtime still loads: version 3 has the same
+ * layout, and its kernels all take one parameter. */
+#define LOOM_DEVICE_ABI_OLDEST_VERSION 3
 #define LOOM_DEVICE_PROGRAM_SYMBOL "loom_device_program"
 
 /* What a stuck or failed worker reports, in host-mapped memory the runtime
@@ -66,6 +84,8 @@ typedef struct LoomWorkerStatus {
 
 /* LoomDeviceProgram::flags. */
 #define LOOM_DEVICE_PROFILED 1u /* the kernel records LoomTaskTiming */
+/* Version 4: the kernel's second parameter is LoomBindings<N> (see above). */
+#define LOOM_DEVICE_INLINE_BINDINGS 2u
 
 /* One task's (or, past num_tasks, one worker's) timing in the last launch,
  * in raw timer ticks. Tasks: `pick` when the worker took the task, `start`
@@ -98,6 +118,19 @@ typedef struct LoomKernelArgs {
   unsigned long long *control;
 } LoomKernelArgs;
 
+/* What a kernel's parameters may total: sm_70 and later with CUDA 12.1 and
+ * later (before 12.1: 4096 bytes, LOOM_KERNEL_PARAM_BYTES_BEFORE_12_1). */
+#define LOOM_KERNEL_PARAM_BYTES 32764
+#define LOOM_KERNEL_PARAM_BYTES_BEFORE_12_1 4096
+/* The parameters of a kernel that takes the bindings of `num_buffers`
+ * buffers by value (at least one entry: no array is empty). */
+#define LOOM_INLINE_BINDINGS_PARAM_BYTES(num_buffers)                          \
+  (sizeof(LoomKernelArgs) +                                                    \
+   (size_t)((num_buffers) > 1 ? (num_buffers) : 1) * sizeof(LoomBinding))
+/* Whether such a kernel can exist (the emitter's one test). */
+#define LOOM_INLINE_BINDINGS_FIT(num_buffers)                                  \
+  (LOOM_INLINE_BINDINGS_PARAM_BYTES(num_buffers) <= LOOM_KERNEL_PARAM_BYTES)
+
 /* The words of LoomKernelArgs::control. */
 #define LOOM_CONTROL_FAILED 0  /* non-zero once a launch failed */
 #define LOOM_CONTROL_WORKERS 4 /* then per worker: launches it completed */
@@ -112,7 +145,8 @@ typedef struct LoomDeviceProgram {
   int32_t threads_per_block;
   int32_t dynamic_smem_bytes;
   const char *bodies;            /* which task bodies this build used */
-  /* Version 2: LOOM_DEVICE_PROFILED, or 0. */
+  /* Version 2: LOOM_DEVICE_PROFILED; version 4: LOOM_DEVICE_INLINE_BINDINGS;
+   * or 0. */
   uint32_t flags;
 } LoomDeviceProgram;
 
@@ -120,6 +154,10 @@ typedef const LoomDeviceProgram *(*LoomGetDeviceProgramFn)(void);
 
 #ifdef __cplusplus
 }
+
+/* A kernel's second parameter under LOOM_DEVICE_INLINE_BINDINGS: the
+ * bindings by value, N = max(1, num_buffers). */
+template <int N> struct LoomBindings { LoomBinding entries[N]; };
 #endif
 
 #endif /* LOOM_KERNELS_COMMON_DEVICEABI_H */

@@ -33,11 +33,15 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
+using CUgraph = CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
 
 //--- Constants (cuda.h) ----------------------------------------------------//
 constexpr CUresult CUDA_SUCCESS = 0;
@@ -86,6 +90,12 @@ constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 /// cuStreamWaitValue32: wait until (int32_t)(*addr - value) >= 0.
 constexpr unsigned CU_STREAM_WAIT_VALUE_GEQ = 0x0;
+/// cuStreamIsCapturing's answers (CUstreamCaptureStatus).
+constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+constexpr int CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
+/// cuStreamBeginCapture's modes (CUstreamCaptureMode).
+constexpr int CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 /// Dynamic shared memory a kernel gets without opting in.
 constexpr int kDefaultDynamicSmemLimit = 48 * 1024;
@@ -150,7 +160,16 @@ constexpr int kDefaultDynamicSmemLimit = 48 * 1024;
   X(cuEventDestroy, true, (CUevent), "cuEventDestroy_v2")                      \
   X(cuEventRecord, true, (CUevent, CUstream), "cuEventRecord")                 \
   X(cuEventElapsedTime, true, (float *, CUevent, CUevent),                     \
-    "cuEventElapsedTime_v2", "cuEventElapsedTime")
+    "cuEventElapsedTime_v2", "cuEventElapsedTime")                             \
+  X(cuStreamIsCapturing, false, (CUstream, int *), "cuStreamIsCapturing")      \
+  /* CUDA graphs: the runtime makes none; its GPU test captures launches. */   \
+  X(cuStreamBeginCapture, false, (CUstream, int), "cuStreamBeginCapture_v2")   \
+  X(cuStreamEndCapture, false, (CUstream, CUgraph *), "cuStreamEndCapture")    \
+  X(cuGraphInstantiate, false, (CUgraphExec *, CUgraph, unsigned long long),   \
+    "cuGraphInstantiateWithFlags")                                             \
+  X(cuGraphLaunch, false, (CUgraphExec, CUstream), "cuGraphLaunch")            \
+  X(cuGraphExecDestroy, false, (CUgraphExec), "cuGraphExecDestroy")            \
+  X(cuGraphDestroy, false, (CUgraph), "cuGraphDestroy")
 
 /// One loaded driver library: its function table. Loaded once per path and
 /// never unloaded (contexts and modules live inside it).

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 namespace loom {
 namespace rt {
@@ -38,11 +39,14 @@ CudaExecutor::CudaExecutor(std::shared_ptr<CudaContext> context,
                            std::shared_ptr<const ProgramTable> table,
                            std::shared_ptr<const DeviceArtifact> artifact)
     : ctx_(std::move(context)), table_(std::move(table)),
-      artifact_(std::move(artifact)), numWorkers_(table_->numWorkers()) {}
+      artifact_(std::move(artifact)), numWorkers_(table_->numWorkers()),
+      inlineBindings_(artifact_->program().flags & LOOM_DEVICE_INLINE_BINDINGS),
+      byValue_(inlineBindings_ ? std::max<size_t>(1, table_->numBuffers())
+                               : 0) {}
 
 std::string CudaExecutor::what() const {
   return "kernel " + quoted(artifact_->program().kernel_name) + " of program " +
-         quoted(table_->name()) + " launch " + std::to_string(epoch_);
+         quoted(table_->name()) + " " + launchName(epoch_);
 }
 
 Status CudaExecutor::load() {
@@ -89,6 +93,18 @@ Status CudaExecutor::loadKernel() {
                         "kernel " + quoted(p.kernel_name) + " cannot get " +
                             std::to_string(p.dynamic_smem_bytes) +
                             " bytes of dynamic shared memory");
+
+  // Parameters past 4 KiB need CUDA 12.1 (DeviceAbi.h); an older driver
+  // would refuse every launch.
+  const size_t paramBytes =
+      inlineBindings_ ? LOOM_INLINE_BINDINGS_PARAM_BYTES(table_->numBuffers())
+                      : sizeof(LoomKernelArgs);
+  if (paramBytes > LOOM_KERNEL_PARAM_BYTES_BEFORE_12_1 && d.version < 12010)
+    return makeError(LOOMRT_ERROR_UNSUPPORTED, "kernel ", quoted(p.kernel_name),
+                     " of ", quoted(path), " takes ", paramBytes,
+                     " bytes of parameters (its bindings by value), which "
+                     "needs a CUDA 12.1 driver or newer; ",
+                     ctx_->description(), " has driver version ", d.version);
 
   BlockShape shape{numWorkers_, p.threads_per_block, p.dynamic_smem_bytes};
   int blocksPerSm = 0;
@@ -148,7 +164,9 @@ Status CudaExecutor::allocate() {
   const size_t eventBytes =
       deviceCounterCount(*table_) * sizeof(unsigned long long);
   const size_t bindingBytes =
-      std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
+      inlineBindings_
+          ? 0
+          : std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
   const int64_t workspaceBytes = table_->desc().workspace_bytes;
   const size_t profileBytes =
       (artifact_->program().flags & LOOM_DEVICE_PROFILED)
@@ -177,15 +195,13 @@ Status CudaExecutor::allocate() {
 
   // One pinned block the device reaches through the mapping: status records,
   // then the abort flag and the launch gate on cache lines of their own, then
-  // the bindings' staging.
+  // the bindings' staging (as large as their device copy).
   const size_t statusBytes =
       static_cast<size_t>(numWorkers_) * sizeof(LoomWorkerStatus);
   abortOffset_ = roundUp(statusBytes, 128);
   gateOffset_ = abortOffset_ + 128;
   const size_t stagingOffset = gateOffset_ + 128;
-  const size_t hostBytes =
-      stagingOffset +
-      std::max<size_t>(1, table_->numBuffers()) * sizeof(LoomBinding);
+  const size_t hostBytes = stagingOffset + bindingBytes;
   if (CUresult r = d.cuMemHostAlloc(
           &host_, hostBytes, kMemHostAllocDeviceMap | kMemHostAllocPortable);
       r != CUDA_SUCCESS) {
@@ -300,10 +316,7 @@ Status CudaExecutor::prepareQueuedLaunch() {
   return Status();
 }
 
-Status CudaExecutor::launch(const LaunchParams &params) {
-  if (inFlight_ || wedged_)
-    return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
-                     ": launch while its kernel is still running");
+Status CudaExecutor::readyToLaunch() const {
   // Its SMs are held by a kernel that never stopped: this kernel's blocks
   // could never all be resident.
   if (ctx_->wedged())
@@ -311,10 +324,66 @@ Status CudaExecutor::launch(const LaunchParams &params) {
                      " cannot launch: ", ctx_->description(),
                      " still runs a kernel that did not stop (",
                      ctx_->wedgedReason(), ")");
-  if (Status s = ctx_->makeCurrent(); !s.ok())
+  return ctx_->makeCurrent();
+}
+
+LoomKernelArgs CudaExecutor::kernelArgs(uint64_t epoch) const {
+  LoomKernelArgs args{};
+  // Null: the kernel reads its second parameter (DeviceAbi.h, version 4).
+  args.bindings = inlineBindings_
+                      ? nullptr
+                      : reinterpret_cast<const LoomBinding *>(bindings_);
+  args.workspace = reinterpret_cast<void *>(workspace_);
+  args.events = reinterpret_cast<unsigned long long *>(events_);
+  args.epoch = epoch;
+  args.status = reinterpret_cast<LoomWorkerStatus *>(hostDevice_);
+  args.abort_flag =
+      reinterpret_cast<volatile int32_t *>(hostDevice_ + abortOffset_);
+  args.timeout_cycles = timeoutCycles_;
+  args.profile = reinterpret_cast<LoomTaskTiming *>(profile_);
+  args.control = reinterpret_cast<unsigned long long *>(controlAddress());
+  return args;
+}
+
+CUdeviceptr CudaExecutor::controlAddress() const {
+  return events_ + static_cast<CUdeviceptr>(controlCounterOffset(*table_) *
+                                            sizeof(unsigned long long));
+}
+
+CUresult CudaExecutor::enqueue(CUstream stream, LoomKernelArgs *args,
+                               const LoomBinding *bindings) {
+  const LoomDeviceProgram &p = artifact_->program();
+  void *kernelParams[] = {args, nullptr};
+  if (inlineBindings_) {
+    std::copy(bindings, bindings + table_->numBuffers(), byValue_.begin());
+    kernelParams[1] = byValue_.data();
+  }
+  return ctx_->driver().cuLaunchCooperativeKernel(
+      function_, static_cast<unsigned>(numWorkers_), 1, 1,
+      static_cast<unsigned>(p.threads_per_block), 1, 1,
+      static_cast<unsigned>(p.dynamic_smem_bytes), stream, kernelParams);
+}
+
+Status CudaExecutor::launchError(CUresult r, const std::string &what) const {
+  const LoomDeviceProgram &p = artifact_->program();
+  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what, ": ", numWorkers_,
+                      " blocks of ", p.threads_per_block,
+                      " threads do not fit at once now (another process or "
+                      "MPS limit holding SMs?)");
+  return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, "cannot start ", what, " (",
+                    numWorkers_, " blocks x ", p.threads_per_block,
+                    " threads, ", p.dynamic_smem_bytes,
+                    " bytes of dynamic shared memory)");
+}
+
+Status CudaExecutor::launch(const LaunchParams &params) {
+  if (inFlight_ || wedged_)
+    return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
+                     ": launch while its kernel is still running");
+  if (Status s = readyToLaunch(); !s.ok())
     return s;
   const CudaDriver &d = ctx_->driver();
-  const LoomDeviceProgram &p = artifact_->program();
   epoch_ = params.epoch;
   watchdogMs_ = params.watchdogMs;
   if (Status s = bindingChecker_.check(
@@ -330,7 +399,7 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   resetWorkerStatus(status_, numWorkers_);
   *abort_ = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (int32_t n = table_->numBuffers()) {
+  if (int32_t n = table_->numBuffers(); n && !inlineBindings_) {
     std::copy(params.bindings, params.bindings + n, staging_);
     if (CUresult r = d.cuMemcpyHtoDAsync(bindings_, staging_,
                                          n * sizeof(LoomBinding), stream_);
@@ -338,20 +407,7 @@ Status CudaExecutor::launch(const LaunchParams &params) {
       return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(),
                         ": cannot copy the bindings to the device");
   }
-
-  LoomKernelArgs args{};
-  args.bindings = reinterpret_cast<const LoomBinding *>(bindings_);
-  args.workspace = reinterpret_cast<void *>(workspace_);
-  args.events = reinterpret_cast<unsigned long long *>(events_);
-  args.epoch = epoch_;
-  args.status = reinterpret_cast<LoomWorkerStatus *>(hostDevice_);
-  args.abort_flag =
-      reinterpret_cast<volatile int32_t *>(hostDevice_ + abortOffset_);
-  args.timeout_cycles = timeoutCycles_;
-  args.profile = reinterpret_cast<LoomTaskTiming *>(profile_);
-  args.control = reinterpret_cast<unsigned long long *>(events_) +
-                 controlCounterOffset(*table_);
-  void *kernelParams[] = {&args};
+  LoomKernelArgs args = kernelArgs(params.numberedOnDevice ? 0 : epoch_);
 
   // Queued: the start event is reached only when the gate opens, after the
   // kernel and the end event are in the queue, so the host's submission is
@@ -365,10 +421,7 @@ Status CudaExecutor::launch(const LaunchParams &params) {
                         ": cannot queue it behind its gate");
   CUresult r = d.cuEventRecord(start_, stream_);
   if (r == CUDA_SUCCESS)
-    r = d.cuLaunchCooperativeKernel(
-        function_, static_cast<unsigned>(numWorkers_), 1, 1,
-        static_cast<unsigned>(p.threads_per_block), 1, 1,
-        static_cast<unsigned>(p.dynamic_smem_bytes), stream_, kernelParams);
+    r = enqueue(stream_, &args, params.bindings);
   // Without the end event only this launch's time is lost; the launch
   // itself runs and must still be synchronized.
   timed_ = r == CUDA_SUCCESS && d.cuEventRecord(end_, stream_) == CUDA_SUCCESS;
@@ -376,17 +429,189 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   // and everything later queued on it, forever.
   if (params.queued)
     __atomic_store_n(gate_, ++gatesOpened_, __ATOMIC_SEQ_CST);
-  if (r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
-    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, what(), ": ", numWorkers_,
-                      " blocks of ", p.threads_per_block,
-                      " threads do not fit at once now (another process or "
-                      "MPS limit holding SMs?)");
   if (r != CUDA_SUCCESS)
-    return ctx_->fail(LOOMRT_ERROR_RESOURCES, r, "cannot start ", what(), " (",
-                      numWorkers_, " blocks x ", p.threads_per_block,
-                      " threads, ", p.dynamic_smem_bytes,
-                      " bytes of dynamic shared memory)");
+    return launchError(r, what());
   inFlight_ = true;
+  return Status();
+}
+
+//--- Launches on the caller's stream ----------------------------------------//
+
+Status CudaExecutor::streamLaunchSupport() const {
+  if (inlineBindings_)
+    return Status();
+  const LoomDeviceProgram &p = artifact_->program();
+  const int32_t n = table_->numBuffers();
+  std::string why;
+  if (p.abi_version < 4)
+    why = "it was built for device ABI version " +
+          std::to_string(p.abi_version) +
+          ", whose kernels read their bindings from device memory the "
+          "runtime fills before each launch (rebuild it with a newer loomc)";
+  else if (!LOOM_INLINE_BINDINGS_FIT(n))
+    why = "its kernel reads its bindings from device memory the runtime "
+          "fills before each launch: those of its " +
+          std::to_string(n) + " buffers and its LoomKernelArgs would be " +
+          std::to_string(LOOM_INLINE_BINDINGS_PARAM_BYTES(n)) +
+          " bytes of kernel parameters, more than the " +
+          std::to_string(LOOM_KERNEL_PARAM_BYTES) + " a kernel may take";
+  else
+    why = "its kernel reads its bindings from device memory the runtime "
+          "fills before each launch (its flags lack "
+          "LOOM_DEVICE_INLINE_BINDINGS)";
+  return makeError(LOOMRT_ERROR_UNSUPPORTED, "program ", quoted(table_->name()),
+                   " (", quoted(artifact_->path()),
+                   ") cannot launch on a stream: ", why);
+}
+
+bool CudaExecutor::capturing(void *stream) const {
+  const CudaDriver &d = ctx_->driver();
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!d.cuStreamIsCapturing ||
+      d.cuStreamIsCapturing(static_cast<CUstream>(stream), &status) !=
+          CUDA_SUCCESS)
+    return false;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+Status CudaExecutor::beginStreamLaunches(uint64_t completed, void *stream) {
+  if (Status s = readyToLaunch(); !s.ok())
+    return s;
+  const std::string who = "program " + quoted(table_->name());
+  // A store captured into a graph would run again at every replay and set
+  // the count back each time.
+  if (capturing(stream))
+    return makeError(
+        LOOMRT_ERROR_INVALID_ARGUMENT, who,
+        ": its first launch on a stream after loomrt_launch cannot be "
+        "captured into a CUDA graph: it first stores the launches so far (",
+        completed,
+        ") in the kernel's control words, a synchronous copy that a capture "
+        "must not contain. Launch it on the stream once before capturing");
+  std::vector<unsigned long long> words(LOOM_CONTROL_WORKERS + numWorkers_, 0);
+  std::fill(words.begin() + LOOM_CONTROL_WORKERS, words.end(), completed);
+  const CudaDriver &d = ctx_->driver();
+  if (CUresult r = ctx_->onMemoryStream([&](CUstream s) {
+        return d.cuMemcpyHtoDAsync(controlAddress(), words.data(),
+                                   words.size() * sizeof(words[0]), s);
+      });
+      r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_DEVICE, r, who,
+                      ": cannot store its launch count in its control words");
+  // The host's launches may leave records and a raised flag (one raised as
+  // the last task ended is still a success); nothing resets them between
+  // launches on a stream.
+  resetWorkerStatus(status_, numWorkers_);
+  *abort_ = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return Status();
+}
+
+Status CudaExecutor::launchOnStream(const LaunchParams &params, void *stream,
+                                    bool *captured) {
+  *captured = false;
+  if (Status s = readyToLaunch(); !s.ok())
+    return s;
+  epoch_ = 0;
+  if (Status s = bindingChecker_.check(
+          *table_, epoch_, params.bindings, ctx_->allocations(),
+          [this](const void *ptr) { return unknownPointer(ptr); },
+          "CUDA driver", ctx_->description());
+      !s.ok())
+    return s;
+  timeoutCycles_ =
+      deviceTimeoutCycles(params.watchdogMs, ctx_->info().clockKHz);
+  *captured = capturing(stream);
+  LoomKernelArgs args = kernelArgs(0);
+  if (CUresult r =
+          enqueue(static_cast<CUstream>(stream), &args, params.bindings);
+      r != CUDA_SUCCESS) {
+    *captured = false;
+    std::ostringstream on;
+    on << what() << " (stream " << stream << ")";
+    return launchError(r, on.str());
+  }
+  return Status();
+}
+
+Status CudaExecutor::readControl(std::vector<unsigned long long> *words) const {
+  const CudaDriver &d = ctx_->driver();
+  words->assign(LOOM_CONTROL_WORKERS + numWorkers_, 0);
+  if (CUresult r = ctx_->onMemoryStream([&](CUstream s) {
+        return d.cuMemcpyDtoHAsync(words->data(), controlAddress(),
+                                   words->size() * sizeof((*words)[0]), s);
+      });
+      r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_DEVICE, r, "program ",
+                      quoted(table_->name()),
+                      ": cannot read the control words of its launches on "
+                      "a stream");
+  return Status();
+}
+
+Status CudaExecutor::resetCounters() {
+  const CudaDriver &d = ctx_->driver();
+  const size_t bytes = deviceCounterCount(*table_) * sizeof(unsigned long long);
+  if (CUresult r = ctx_->onMemoryStream(
+          [&](CUstream s) { return d.cuMemsetD8Async(events_, 0, bytes, s); });
+      r != CUDA_SUCCESS)
+    return ctx_->fail(LOOMRT_ERROR_DEVICE, r, "program ",
+                      quoted(table_->name()),
+                      ": cannot zero its event counters after a failed "
+                      "launch on a stream");
+  resetWorkerStatus(status_, numWorkers_);
+  *abort_ = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return Status();
+}
+
+Status CudaExecutor::checkStreamLaunches(uint64_t atLeast, StreamCheck *out) {
+  *out = StreamCheck();
+  if (Status s = ctx_->makeCurrent(); !s.ok())
+    return s;
+  std::vector<unsigned long long> control;
+  if (Status s = readControl(&control); !s.ok())
+    return s;
+  std::vector<LoomWorkerStatus> last;
+  snapshotWorkerStatus(status_, numWorkers_, &last);
+  const auto counts = control.begin() + LOOM_CONTROL_WORKERS;
+  const uint64_t lo = *std::min_element(counts, control.end());
+  const uint64_t hi = *std::max_element(counts, control.end());
+  const std::string who =
+      "program " + quoted(table_->name()) + " on " + ctx_->description();
+
+  if (control[LOOM_CONTROL_FAILED] != 0 || anyWorkerLeft(last)) {
+    // Every worker of the failed launch stored its number as it left;
+    // later launches did nothing.
+    epoch_ = hi;
+    WatchHooks hooks;
+    hooks.readCounts = [this] { return readCounts(); };
+    Status failure = endedLaunchStatus(*table_, last, epoch_, LaunchWatch(),
+                                       timeoutCycles_, hooks);
+    if (failure.ok())
+      failure = makeError(LOOMRT_ERROR_INTERNAL, "program ",
+                          quoted(table_->name()), " launch ", epoch_,
+                          " failed on the device (its failure word is set), "
+                          "but no worker recorded why");
+    epoch_ = 0;
+    if (Status s = resetCounters(); !s.ok())
+      return s;
+    out->reset = true;
+    return makeError(failure.code(), failure.message(), "\n  (", who,
+                     ", a launch on a stream: its counters are reset, so its "
+                     "next launch is launch 1)");
+  }
+  if (lo != hi)
+    return makeError(LOOMRT_ERROR_NOT_READY, who,
+                     ": its workers have completed between ", lo, " and ", hi,
+                     " launches: a launch on a stream is still running "
+                     "(synchronize the stream before checking)");
+  if (lo < atLeast)
+    return makeError(LOOMRT_ERROR_NOT_READY, who, ": ", lo,
+                     " launches have completed of at least ", atLeast,
+                     " queued: launches on a stream are still waiting or "
+                     "running (synchronize the stream before checking)");
+  out->completed = lo;
   return Status();
 }
 
@@ -440,6 +665,9 @@ Status CudaExecutor::outcome(const LaunchWatch &w, const WatchHooks &hooks) {
         isStickyCudaError(streamResult_), hooks);
   Status s = endedLaunchStatus(*table_, last, epoch_, w, timeoutCycles_, hooks);
   if (s.ok()) {
+    // A flag raised as the last task ended would stop the next launch on a
+    // stream, which nothing clears it before.
+    *abort_ = 0;
     float ms = 0;
     if (timed_ && d.cuEventElapsedTime(&ms, start_, end_) == CUDA_SUCCESS)
       lastLaunchNs_ = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);

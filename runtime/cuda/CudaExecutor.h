@@ -14,6 +14,15 @@
 // status records; to stop a stuck launch it raises the abort flag, which the
 // kernel's waits check.
 //
+// A launch on the caller's stream (loomrt_launch_on_stream) is the same
+// cooperative launch with epoch 0: the kernel numbers it from its control
+// words, and its bindings travel in its parameters (a kernel with
+// LOOM_DEVICE_INLINE_BINDINGS; the runtime's own launches pass them that way
+// too, and pass epoch 0 once the program launched on a stream). Nothing
+// waits for it or watches it: the device's own timeout (timeout_cycles)
+// ends a stuck wait, and checkStreamLaunches reads the control words and
+// the records once the caller has synchronized.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_RUNTIME_CUDA_CUDAEXECUTOR_H
 #define LOOM_RUNTIME_CUDA_CUDAEXECUTOR_H
@@ -49,6 +58,12 @@ public:
   Status prepareQueuedLaunch() override;
   Status launch(const LaunchParams &params) override;
   Status synchronize() override;
+  /// Needs a kernel that takes its bindings by value.
+  Status streamLaunchSupport() const override;
+  Status beginStreamLaunches(uint64_t completed, void *stream) override;
+  Status launchOnStream(const LaunchParams &params, void *stream,
+                        bool *captured) override;
+  Status checkStreamLaunches(uint64_t atLeast, StreamCheck *out) override;
   bool inFlight() const override { return inFlight_; }
   uint64_t lastLaunchNs() const override { return lastLaunchNs_; }
   /// Read from the device; UINT64_MAX if the read fails.
@@ -71,6 +86,28 @@ private:
   Status allocate();
   void release();
 
+  /// The refusals every launch shares (a kernel that never stopped holds
+  /// the SMs), then the context made current.
+  Status readyToLaunch() const;
+  /// The arguments of a launch numbered `epoch` (0: by the device).
+  LoomKernelArgs kernelArgs(uint64_t epoch) const;
+  /// The cooperative launch on `stream`, the bindings by value when the
+  /// kernel takes them (the driver copies them during the call).
+  CUresult enqueue(CUstream stream, LoomKernelArgs *args,
+                   const LoomBinding *bindings);
+  /// What a refused cooperative launch of `what` means.
+  Status launchError(CUresult r, const std::string &what) const;
+  /// Whether `stream` is being captured into a CUDA graph (false when the
+  /// driver cannot say).
+  bool capturing(void *stream) const;
+  /// The control words (DeviceAbi.h), read on the memory stream.
+  Status readControl(std::vector<unsigned long long> *words) const;
+  /// After a failed stream launch: counters, queue and control words
+  /// zeroed, records and flag cleared; launches restart at 1.
+  Status resetCounters();
+  /// Where the control words start, as a device address.
+  CUdeviceptr controlAddress() const;
+
   /// How the shared watchdog (DeviceWatchdog.h) polls this launch's
   /// stream; busy() keeps cuStreamQuery's last answer in streamResult_.
   WatchHooks hooks();
@@ -80,7 +117,8 @@ private:
   /// (after a fault). The memory stream does not wait for the kernel.
   std::vector<uint64_t> readCounts() const;
 
-  /// "kernel 'k' of program 'p' launch 3".
+  /// "kernel 'k' of program 'p' launch 3" (epoch_ 0: "... launch on a
+  /// stream").
   std::string what() const;
 
   std::shared_ptr<CudaContext> ctx_;
@@ -94,7 +132,12 @@ private:
   CUevent start_ = nullptr;
   CUevent end_ = nullptr;
   CUdeviceptr events_ = 0;
+  // A kernel without LOOM_DEVICE_INLINE_BINDINGS reads the bindings here,
+  // copied before each launch; 0 for one that takes them by value.
   CUdeviceptr bindings_ = 0;
+  const bool inlineBindings_;
+  // The kernel's second parameter: max(1, num_buffers) bindings.
+  std::vector<LoomBinding> byValue_;
   CUdeviceptr workspace_ = 0;
   // Profiled artifacts: num_tasks + num_workers LoomTaskTiming records the
   // kernel rewrites every launch; 0 otherwise.

@@ -156,6 +156,13 @@ Status HipDevice::loadProgram(const std::string &path, uint32_t flags,
   const HipDeviceInfo &info = ctx_->info();
   if (Status s = checkArch(path, p.arch, info); !s.ok())
     return s;
+  // Launches here pass LoomKernelArgs alone (kernels/amd takes no bindings
+  // by value): a kernel expecting more would read past its parameters.
+  if (p.flags & LOOM_DEVICE_INLINE_BINDINGS)
+    return makeError(LOOMRT_ERROR_INVALID_PROGRAM, "hip program ", quoted(path),
+                     ": its kernel takes its bindings by value "
+                     "(LOOM_DEVICE_INLINE_BINDINGS), which the HIP backend "
+                     "does not pass: its kernels take LoomKernelArgs alone");
   std::shared_ptr<const ProgramTable> table;
   if (Status s = createDeviceTable(*artifact, flags, &table); !s.ok())
     return s;

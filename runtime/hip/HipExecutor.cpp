@@ -256,6 +256,15 @@ HipExecutor::~HipExecutor() {
   release();
 }
 
+Status HipExecutor::streamLaunchSupport() const {
+  return makeError(LOOMRT_ERROR_UNSUPPORTED, "program ", quoted(table_->name()),
+                   " on ", ctx_->description(),
+                   " cannot launch on a stream: the HIP backend's kernels "
+                   "(kernels/amd) read their bindings from device memory the "
+                   "runtime fills before each launch, and take their launch "
+                   "number from it; use loomrt_launch and loomrt_synchronize");
+}
+
 Status HipExecutor::prepareQueuedLaunch() {
   if (Status s = ctx_->makeCurrent(); !s.ok())
     return s;

@@ -49,6 +49,8 @@ public:
   /// Needs hipStreamWaitValue32 on mapped host memory: checked once by
   /// queueing a wait that is already satisfied.
   Status prepareQueuedLaunch() override;
+  /// Not yet: the AMD kernels take no bindings by value.
+  Status streamLaunchSupport() const override;
   Status launch(const LaunchParams &params) override;
   Status synchronize() override;
   bool inFlight() const override { return inFlight_; }

@@ -133,6 +133,14 @@ Status Executor::prepareQueuedLaunch() {
                    "them)");
 }
 
+Status Executor::streamLaunchSupport() const {
+  return makeError(LOOMRT_ERROR_UNSUPPORTED, "program ",
+                   quoted(state_->table->name()),
+                   " cannot launch on a stream: the host device has none (its "
+                   "workers are threads that loomrt_launch wakes); use "
+                   "loomrt_launch and loomrt_synchronize");
+}
+
 Status Executor::launch(const LaunchParams &params) {
   LaunchState &s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);

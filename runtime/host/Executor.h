@@ -38,6 +38,8 @@ public:
   /// Unsupported: there is no queue; the workers start when launch() wakes
   /// them.
   Status prepareQueuedLaunch() override;
+  /// The host device has no stream to queue on.
+  Status streamLaunchSupport() const override;
   Status launch(const LaunchParams &params) override;
   Status synchronize() override;
   bool inFlight() const override;

@@ -379,6 +379,20 @@ loomrt_status loomrt_synchronize(loomrt_program *program) {
   });
 }
 
+loomrt_status loomrt_launch_on_stream(loomrt_program *program, void *stream) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(program);
+    return program->impl->launchOnStream(stream);
+  });
+}
+
+loomrt_status loomrt_program_check(loomrt_program *program) {
+  return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
+    LOOMRT_REQUIRE(program);
+    return program->impl->check();
+  });
+}
+
 loomrt_status loomrt_program_last_launch_ns(const loomrt_program *program,
                                             uint64_t *ns) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {

@@ -40,13 +40,25 @@ struct LaunchParams {
   // (loomrt_program_set_queued_launch); only after prepareQueuedLaunch()
   // succeeded.
   bool queued = false;
+  // The kernel takes its number from its control words (LoomKernelArgs
+  // epoch 0; kernels/common/DeviceAbi.h), which the core knows to hold
+  // `epoch` - 1: once a program launched on a stream, all its launches are
+  // numbered there (Program.h). `epoch` still names the launch in reports.
+  bool numberedOnDevice = false;
+};
+
+/// What Executable::checkStreamLaunches found.
+struct StreamCheck {
+  uint64_t completed = 0; // launches the device has completed in all
+  bool reset = false;     // a launch failed; the counters start over
 };
 
 class Executable {
 public:
   virtual ~Executable() = default;
 
-  /// Starts epoch `params.epoch`. The core calls it only when no launch is
+  /// Starts epoch `params.epoch` (numbered by the kernel when
+  /// `params.numberedOnDevice`). The core calls it only when no launch is
   /// in flight and no earlier launch failed.
   virtual Status launch(const LaunchParams &params) = 0;
 
@@ -60,6 +72,56 @@ public:
   /// with whatever that needs set up. LOOMRT_ERROR_UNSUPPORTED, saying why,
   /// where they cannot. The core calls it only when no launch is in flight.
   virtual Status prepareQueuedLaunch() = 0;
+
+  //--- Launches on the caller's stream (loomrt_launch_on_stream) --------//
+  // Queued, never waited for here: the kernel numbers them itself (epoch 0,
+  // the control words of kernels/common/DeviceAbi.h) and takes its bindings
+  // by value, so the caller may queue several or capture them in a CUDA
+  // graph. The caller synchronizes its stream; then the core asks
+  // checkStreamLaunches() how they went. The core calls these only when no
+  // launch of its own is in flight and (but for streamLaunchSupport) only
+  // after streamLaunchSupport() succeeded.
+
+  /// Whether this program can be launched on a stream:
+  /// LOOMRT_ERROR_UNSUPPORTED, naming the program and saying why, if not.
+  virtual Status streamLaunchSupport() const = 0;
+
+  /// Before the first stream launch of a program that has made `completed`
+  /// launches of the core's own (numbered by the host, which touch no
+  /// control word): makes that every worker's launch count on the device,
+  /// and clears what those launches left (status records, abort flag).
+  /// Synchronous; `stream` is the caller's (refused while it is being
+  /// captured: the store must not be part of the capture).
+  virtual Status beginStreamLaunches(uint64_t completed, void *stream) {
+    (void)completed;
+    (void)stream;
+    return streamLaunchSupport();
+  }
+
+  /// Queues one launch numbered on the device on `stream` (the caller's
+  /// CUstream / hipStream_t; null: the legacy default stream), with
+  /// `params.bindings` copied into the launch. `params.epoch` is unused.
+  /// `*captured`: the stream is being captured into a graph, so the launch
+  /// runs only when (and as often as) the graph does.
+  virtual Status launchOnStream(const LaunchParams &params, void *stream,
+                                bool *captured) {
+    (void)params;
+    (void)stream;
+    *captured = false;
+    return streamLaunchSupport();
+  }
+
+  /// After the caller synchronized the stream: how many launches the device
+  /// has completed in all (`out->completed`), or the failure of one, after
+  /// which the event counters, the queue, the control words, the status
+  /// records and the abort flag are reset (`out->reset`: the next launch is
+  /// launch 1 again). LOOMRT_ERROR_NOT_READY when the workers disagree or
+  /// have not completed `atLeast` launches: the stream was not synchronized.
+  virtual Status checkStreamLaunches(uint64_t atLeast, StreamCheck *out) {
+    (void)atLeast;
+    (void)out;
+    return streamLaunchSupport();
+  }
 
   /// Wall time of the last completed launch, in nanoseconds.
   virtual uint64_t lastLaunchNs() const = 0;

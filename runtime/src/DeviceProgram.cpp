@@ -68,12 +68,15 @@ Status DeviceArtifact::open(const char *kind, const std::string &path,
 
 Status DeviceArtifact::check(const char *kind, const std::string &path,
                              const LoomDeviceProgram &d) {
-  // The version decides the layout of everything after it.
-  if (d.abi_version != LOOM_DEVICE_ABI_VERSION)
+  // The version decides the layout of everything after it (the same from
+  // the oldest version read on; DeviceAbi.h).
+  if (d.abi_version < LOOM_DEVICE_ABI_OLDEST_VERSION ||
+      d.abi_version > LOOM_DEVICE_ABI_VERSION)
     return makeError(LOOMRT_ERROR_ABI_MISMATCH, kind, " program ", quoted(path),
                      " has device ABI version ", d.abi_version,
-                     "; this runtime reads version ", LOOM_DEVICE_ABI_VERSION,
-                     " (rebuild it)");
+                     "; this runtime reads versions ",
+                     LOOM_DEVICE_ABI_OLDEST_VERSION, " to ",
+                     LOOM_DEVICE_ABI_VERSION, " (rebuild it)");
   auto invalid = [&](const auto &...parts) {
     return makeError(LOOMRT_ERROR_INVALID_PROGRAM, kind, " program ",
                      quoted(path), ": ", parts...);
@@ -95,13 +98,33 @@ Status DeviceArtifact::check(const char *kind, const std::string &path,
     return invalid("threads_per_block is ", d.threads_per_block);
   if (d.dynamic_smem_bytes < 0)
     return invalid("dynamic_smem_bytes is ", d.dynamic_smem_bytes);
-  if (d.flags & ~uint32_t(LOOM_DEVICE_PROFILED))
-    return invalid("flags has unknown bits (", d.flags, "; known: ",
-                   LOOM_DEVICE_PROFILED, " = profiled)");
+  if (d.flags & ~uint32_t(LOOM_DEVICE_PROFILED | LOOM_DEVICE_INLINE_BINDINGS))
+    return invalid("flags has unknown bits (", d.flags,
+                   "; known: ", LOOM_DEVICE_PROFILED, " = profiled, ",
+                   LOOM_DEVICE_INLINE_BINDINGS, " = inline bindings)");
+  if (d.flags & LOOM_DEVICE_INLINE_BINDINGS) {
+    if (d.abi_version < 4)
+      return invalid("flags say its kernel takes its bindings by value, "
+                     "which device ABI version ",
+                     d.abi_version, " has no kernel do (version 4 does)");
+    // The emitter gives a kernel that parameter only when it fits; one that
+    // does not could not be launched.
+    const int32_t buffers = d.program->num_buffers;
+    if (buffers < 0 || !LOOM_INLINE_BINDINGS_FIT(buffers))
+      return invalid("flags say its kernel takes the bindings of its ", buffers,
+                     " buffers by value, but those are ",
+                     LOOM_INLINE_BINDINGS_PARAM_BYTES(buffers),
+                     " bytes of kernel parameters (at most ",
+                     LOOM_KERNEL_PARAM_BYTES, ")");
+  }
   return Status();
 }
 
 DeviceArtifact::~DeviceArtifact() { ::dlclose(handle_); }
+
+std::string launchName(uint64_t epoch) {
+  return epoch ? "launch " + std::to_string(epoch) : "launch on a stream";
+}
 
 Status createDeviceTable(const DeviceArtifact &artifact, uint32_t flags,
                          std::shared_ptr<const ProgramTable> *out) {
@@ -201,7 +224,7 @@ Status DeviceBindingChecker::check(
     }
     auto fail = [&](const auto &...parts) {
       return makeError(LOOMRT_ERROR_BINDING, "program ", quoted(table.name()),
-                       " launch ", epoch, ": buffer ", quoted(b.name),
+                       " ", launchName(epoch), ": buffer ", quoted(b.name),
                        " (index ", i, ", ", formatShape(b), ") bound to ",
                        binding.data, " with dims [", dims, "] (", bytes,
                        " bytes) ", parts...);

@@ -72,6 +72,10 @@ private:
 Status createDeviceTable(const DeviceArtifact &artifact, uint32_t flags,
                          std::shared_ptr<const ProgramTable> *out);
 
+/// How messages name a launch: "launch 3", or "launch on a stream" for one
+/// the kernel numbers itself (epoch 0: loomrt_launch_on_stream).
+std::string launchName(uint64_t epoch);
+
 /// What a worker block of a program asks for.
 struct DeviceBlockShape {
   int32_t numWorkers = 0;

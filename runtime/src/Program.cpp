@@ -127,10 +127,7 @@ Status Program::setQueuedLaunch(bool queued) {
   return Status();
 }
 
-Status Program::launch() {
-  if (executable_->inFlight())
-    if (Status s = synchronize(); !s.ok())
-      return s;
+Status Program::checkLaunchable() const {
   if (!failure_.ok())
     return makeError(
         LOOMRT_ERROR_PROGRAM_FAILED, "program ", quoted(table_->name()),
@@ -145,7 +142,24 @@ Status Program::launch() {
   if (!unbound.empty())
     return makeError(LOOMRT_ERROR_NOT_BOUND, "program ", quoted(table_->name()),
                      " cannot launch: buffers not bound: ", unbound);
+  return Status();
+}
+
+Status Program::launch() {
+  if (executable_->inFlight())
+    if (Status s = synchronize(); !s.ok())
+      return s;
+  if (Status s = checkLaunchable(); !s.ok())
+    return s;
   LaunchParams params;
+  if (deviceNumbered_) {
+    // The caller has synchronized its stream (loomrt.h): a launch of
+    // theirs that failed is reported now, and the count read is what the
+    // kernel will number this launch after.
+    if (Status s = settleStreamLaunches(); !s.ok())
+      return s;
+    params.numberedOnDevice = true;
+  }
   params.bindings = bindings_.data();
   params.epoch = epoch_ + 1;
   params.watchdogMs = watchdogMs_;
@@ -154,6 +168,73 @@ Status Program::launch() {
     return s;
   epoch_ = params.epoch;
   return Status();
+}
+
+Status Program::launchOnStream(void *stream) {
+  if (Status s = executable_->streamLaunchSupport(); !s.ok())
+    return s;
+  // The launch in flight ends first, under the watchdog; its failure is
+  // this call's, as for loomrt_launch.
+  if (executable_->inFlight())
+    if (Status s = synchronize(); !s.ok())
+      return s;
+  if (Status s = checkLaunchable(); !s.ok())
+    return s;
+  if (!deviceNumbered_) {
+    // The control words are zero (nothing numbered on the device yet); the
+    // core's own launches so far must count.
+    if (epoch_ > 0)
+      if (Status s = executable_->beginStreamLaunches(epoch_, stream); !s.ok())
+        return s;
+    deviceNumbered_ = true;
+  }
+  LaunchParams params;
+  params.bindings = bindings_.data();
+  params.epoch = 0; // the kernel numbers it
+  params.numberedOnDevice = true;
+  params.watchdogMs = watchdogMs_;
+  bool captured = false;
+  if (Status s = executable_->launchOnStream(params, stream, &captured);
+      !s.ok())
+    return s;
+  if (!captured)
+    ++streamQueued_;
+  return Status();
+}
+
+Status Program::check() {
+  if (!deviceNumbered_)
+    return Status();
+  // A launch of the core's own still running would move the counts.
+  if (executable_->inFlight())
+    if (Status s = synchronize(); !s.ok())
+      return s;
+  return settleStreamLaunches();
+}
+
+Status Program::settleStreamLaunches() {
+  StreamCheck found;
+  Status s = executable_->checkStreamLaunches(epoch_ + streamQueued_, &found);
+  if (s.code() == LOOMRT_ERROR_NOT_READY)
+    return s; // the caller may synchronize and ask again
+  streamQueued_ = 0;
+  if (s.ok()) {
+    completedLaunches_ += found.completed - epoch_;
+    epoch_ = found.completed;
+    return s;
+  }
+  if (found.reset) {
+    // The counters start over, the control words with them.
+    epoch_ = 0;
+    return s;
+  }
+  // The counters could not be read or reset (a fault): nothing can be
+  // trusted any more.
+  if (failure_.ok()) {
+    failure_ = s;
+    failedEpoch_ = epoch_ + 1;
+  }
+  return s;
 }
 
 Status Program::synchronize() {
@@ -199,6 +280,11 @@ Status Program::profile(loomrt_task_timing *tasks, int32_t numTasks,
     return makeError(LOOMRT_ERROR_NOT_READY, who,
                      ": a launch is in flight; synchronize before reading "
                      "its timing");
+  if (streamQueued_ > 0)
+    return makeError(LOOMRT_ERROR_NOT_READY, who,
+                     ": its launches on a stream are not checked yet; "
+                     "synchronize the stream and call loomrt_program_check "
+                     "before reading their timing");
   if (!failure_.ok())
     return makeError(LOOMRT_ERROR_PROGRAM_FAILED, who, ": launch ",
                      failedEpoch_, " failed, so its timing is incomplete");

@@ -6,6 +6,17 @@
 // longer equal epoch * needs, so launching again would let waits through
 // early or never.
 //
+// Launches on the caller's stream (loomrt_launch_on_stream) are numbered by
+// the kernel from its control words, and a CUDA graph may replay captured
+// ones at any time, unseen. So the first of them hands the device the count
+// of the core's own launches so far (which touch no control word), and from
+// then on the core's own launches are numbered on the device too: the
+// control words always hold the true count. The core reads them back, with
+// the outcome of the launches it did not watch, at loomrt_program_check and
+// before each launch of its own; that is where a failed stream launch is
+// found. It is not sticky: the executable resets the counters and the next
+// launch is launch 1.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_RUNTIME_SRC_PROGRAM_H
 #define LOOM_RUNTIME_SRC_PROGRAM_H
@@ -50,6 +61,14 @@ public:
   Status launch();
   Status synchronize();
 
+  /// loomrt_launch_on_stream: queues one launch on `stream` and returns.
+  /// The first after launches of the core's own waits for the one in
+  /// flight and hands its count to the device.
+  Status launchOnStream(void *stream);
+  /// loomrt_program_check: how the launches on a stream went (the caller
+  /// has synchronized the stream); success if the program never made one.
+  Status check();
+
   Status lastLaunchNs(uint64_t *ns) const;
   uint64_t epoch() const { return epoch_; }
   Status eventCount(int32_t event, uint64_t *count) const;
@@ -65,6 +84,13 @@ private:
   Program(std::shared_ptr<const ProgramTable> table,
           std::unique_ptr<Executable> executable, uint32_t watchdogMs);
 
+  /// What every launch needs: no failed launch before, every buffer bound.
+  Status checkLaunchable() const;
+  /// Reads the device's count and the outcome of the launches the core did
+  /// not watch (Executable::checkStreamLaunches): epoch_ becomes that count,
+  /// or 0 after a failure the executable reset.
+  Status settleStreamLaunches();
+
   std::shared_ptr<const ProgramTable> table_;
   std::unique_ptr<Executable> executable_;
   std::vector<LoomBinding> bindings_;
@@ -73,6 +99,13 @@ private:
   bool queued_ = false;
   uint64_t epoch_ = 0;
   uint64_t completedLaunches_ = 0;
+  // Set by the first launch on a stream: from then on every launch is
+  // numbered by the kernel from its control words, the core's own too.
+  bool deviceNumbered_ = false;
+  // Launches queued on a stream (not captured into a graph) since the
+  // control words were last read: at least these have completed by the
+  // next read, or the stream was not synchronized.
+  uint64_t streamQueued_ = 0;
   // Set by the first failed launch; later launches repeat it.
   Status failure_;
   uint64_t failedEpoch_ = 0;

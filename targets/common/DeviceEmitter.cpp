@@ -1,6 +1,7 @@
 //===- DeviceEmitter.cpp - The persistent GPU kernel, any vendor -----------===//
 #include "targets/common/DeviceEmitter.h"
 
+#include "kernels/common/DeviceAbi.h"
 #include "passes/TaskModel.h"
 #include "targets/common/TaskTable.h"
 #include "targets/common/WorkerRecordsEmitter.h"
@@ -130,8 +131,19 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   }
   os << "  }\n  return -1; // no such task\n}\n\n} // namespace\n\n";
 
+  // Bindings by value (DeviceAbi.h, version 4) when they fit beside the
+  // arguments; the loop reads them through args.bindings either way.
+  info.inlineBindings =
+      spelling.inlineBindings && LOOM_INLINE_BINDINGS_FIT(numBindings);
   os << "extern \"C\" __global__ void " << spelling.kernelBounds << "\n"
-     << info.kernelName << "(LoomKernelArgs args) {\n";
+     << info.kernelName << "(LoomKernelArgs args";
+  if (info.inlineBindings)
+    os << ",\n    const __grid_constant__ LoomBindings<" << numBindings
+       << "> inlineBindings) {\n"
+       << "  if (!args.bindings)\n"
+       << "    args.bindings = inlineBindings.entries;\n";
+  else
+    os << ") {\n";
   const std::string loop =
       info.profile ? spelling.profiledLoop : spelling.persistentLoop;
   const std::string mode =
@@ -186,6 +198,16 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   return success();
 }
 
+/// LoomDeviceProgram::flags of the kernel `info` describes, as C source.
+static std::string deviceFlags(const DeviceKernelInfo &info) {
+  llvm::SmallVector<llvm::StringRef> flags;
+  if (info.profile)
+    flags.push_back("LOOM_DEVICE_PROFILED");
+  if (info.inlineBindings)
+    flags.push_back("LOOM_DEVICE_INLINE_BINDINGS");
+  return flags.empty() ? "0u" : llvm::join(flags, " | ");
+}
+
 LogicalResult mlir::loom::emitDeviceHostLibrary(GraphOp graph,
                                                 const DeviceKernelInfo &info,
                                                 llvm::StringRef kind,
@@ -224,7 +246,7 @@ LogicalResult mlir::loom::emitDeviceHostLibrary(GraphOp graph,
      << "      \"" << info.kernelName << "\", " << info.threadsPerBlock << ", "
      << info.dynamicSmemBytes << ",\n"
      << "      \"" << info.bodies << "\",\n"
-     << "      " << (info.profile ? "LOOM_DEVICE_PROFILED" : "0u") << "};\n"
+     << "      " << deviceFlags(info) << "};\n"
      << "  return &program;\n}\n";
   return success();
 }

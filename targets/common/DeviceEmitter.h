@@ -37,6 +37,9 @@ struct DeviceKernelInfo {
   /// (loomc --l2-prefetch). On return: the budget the kernel got (0 when no
   /// task has weights to prefetch).
   int64_t prefetchBudget = 0;
+  /// On return: the kernel takes its bindings by value, a second parameter
+  /// (LOOM_DEVICE_INLINE_BINDINGS, kernels/common/DeviceAbi.h).
+  bool inlineBindings = false;
 };
 
 /// How one vendor spells the device program.
@@ -63,6 +66,11 @@ struct DeviceSpelling {
   /// Records mode: bytes of the coming tasks' weights a worker keeps
   /// prefetching into L2 ahead of the task in hand; 0: no prefetch ranges.
   int64_t prefetchBudget = 0;
+  /// The kernel takes the bindings by value as a second, __grid_constant__
+  /// parameter whenever they fit (LOOM_INLINE_BINDINGS_FIT), so a launch can
+  /// be queued on a stream or captured in a CUDA graph. The vendor's loop
+  /// must read them through `args.bindings`, which the kernel points there.
+  bool inlineBindings = false;
 };
 
 /// Static shared memory / LDS the dynamic size leaves to the loop's and the

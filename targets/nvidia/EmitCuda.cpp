@@ -31,6 +31,8 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   spelling.profiledLoop = "loom::nvidia::loomProfiledLoop";
   spelling.bodiesFolder = "kernels/nvidia/sm90";
   spelling.records = true;
+  // Launches carry their bindings: loomrt_launch_on_stream and CUDA graphs.
+  spelling.inlineBindings = true;
   // Off unless asked for: on the H200 every budget tried made the decoder
   // and the engine benchmark's stream slower (bench/engine/README.md).
   spelling.prefetchBudget = std::max<int64_t>(0, info.prefetchBudget);

@@ -8,11 +8,20 @@
  * mode's queue at events[num_events]), LoomWorkerStatus records, the abort
  * flag, timeout_cycles (its clock runs at 1 GHz: a cycle is a ns).
  *
+ * Launches with epoch 0 are numbered from the control words, as the real
+ * loop numbers them (DeviceAbi.h), and a kernel whose code object says
+ * `inline_bindings` gets its bindings from its second parameter, copied at
+ * the launch call. Streams created with flags 0 (a framework's streams, in
+ * the tests) and the legacy default stream (null) queue launches behind
+ * each other; the runtime's own non-blocking streams must never get a
+ * launch while one runs there.
+ *
  * Task bodies are chosen by the task name's prefix:
  *   step   x[t] = (t == 0 ? 100 * epoch : x[t - 1]) + 1, x = binding 0 (i64)
  *   fail   the body fails with code 42
  *   crash  the kernel faults: the launch ends with CUDA_ERROR_ILLEGAL_ADDRESS
  *   stuck  the body sleeps 1.5 s and ignores the abort flag
+ *   slow   the body sleeps 300 ms
  *   other  nothing
  *
  *===----------------------------------------------------------------------===*/
@@ -33,6 +42,7 @@ typedef struct LoomFakeCodeObject {
   char magic[16];
   const char *kernel_name;        /* the module's one kernel */
   const LoomProgramDesc *program; /* what that kernel interprets */
+  int inline_bindings; /* the kernel's second parameter: the bindings */
 } LoomFakeCodeObject;
 
 typedef struct LoomFakeCudaConfig {
@@ -48,6 +58,8 @@ typedef struct LoomFakeCudaConfig {
   int stream_mem_ops; /* 0: cuStreamWaitValue32 returns NOT_SUPPORTED */
   int launch_call_us; /* host time cuLaunchCooperativeKernel takes before
                          the launch reaches the fake GPU */
+  int streams_capturing; /* cuStreamIsCapturing: every queueing stream is
+                            being captured (launches still run) */
 } LoomFakeCudaConfig;
 
 typedef struct LoomFakeCudaStats {
@@ -74,6 +86,11 @@ typedef void (*LoomFakeCudaConfigureFn)(const LoomFakeCudaConfig *config);
 typedef void (*LoomFakeCudaStatsFn)(LoomFakeCudaStats *stats);
 #define LOOM_FAKE_CUDA_CONFIGURE "loom_fake_cuda_configure"
 #define LOOM_FAKE_CUDA_STATS "loom_fake_cuda_stats"
+/* Launches the last launch made on a caller's stream (null: the legacy
+ * one) again, with the same parameters, as a CUDA graph holding it would:
+ * the runtime does not see it. Returns a CUresult. */
+typedef int (*LoomFakeCudaReplayFn)(void *stream);
+#define LOOM_FAKE_CUDA_REPLAY "loom_fake_cuda_replay"
 
 /* The fake artifact's variant comes from this environment variable, read
  * each time the runtime asks for the program. */

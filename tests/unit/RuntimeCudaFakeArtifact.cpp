@@ -17,6 +17,12 @@
 //   badimage         a code object the driver rejects
 //   wide             9 workers
 //   dynamic          chain scheduled dynamically (queue order: task ids)
+//   inline           chain whose kernel takes its bindings by value
+//                    (LOOM_DEVICE_INLINE_BINDINGS): launches on a stream
+//   inline-fail      fail, by value;  inline-slow: chain whose task 3 takes
+//                    300 ms, by value
+//   inline-dynamic   dynamic, by value
+//   abi3             chain built for device ABI version 3
 //   badabi / badprogabi / null
 //
 //===----------------------------------------------------------------------===//
@@ -138,6 +144,16 @@ Table chain(const char *odd = nullptr) {
   return t;
 }
 
+/// `p`, with a kernel that takes its bindings by value.
+const LoomDeviceProgram *byValue(const LoomDeviceProgram *p) {
+  auto *device = const_cast<LoomDeviceProgram *>(p);
+  device->flags |= LOOM_DEVICE_INLINE_BINDINGS;
+  const_cast<LoomFakeCodeObject *>(
+      static_cast<const LoomFakeCodeObject *>(device->code_object))
+      ->inline_bindings = 1;
+  return device;
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) const LoomDeviceProgram *
@@ -146,6 +162,17 @@ loom_device_program(void) {
   std::string v = env ? env : "chain";
   if (v == "null")
     return nullptr;
+  if (v == "inline")
+    return byValue(build("inline", chain()));
+  if (v == "inline-fail")
+    return byValue(build("fail", chain("fail")));
+  if (v == "inline-slow")
+    return byValue(build("slow", chain("slow")));
+  if (v == "inline-dynamic") {
+    Table t = chain();
+    t.mode = LOOM_SCHEDULE_DYNAMIC;
+    return byValue(build("dynamic", t));
+  }
   if (v == "deadlock") {
     Table t;
     t.numWorkers = 2;
@@ -209,6 +236,8 @@ loom_device_program(void) {
     const_cast<LoomProgramDesc *>(p->program)->mode = LOOM_SCHEDULE_DYNAMIC;
   else if (v == "badabi")
     p->abi_version = LOOM_DEVICE_ABI_VERSION + 1;
+  else if (v == "abi3")
+    p->abi_version = 3;
   else if (v == "badprogabi")
     const_cast<LoomProgramDesc *>(p->program)->abi_version =
         LOOM_PROGRAM_ABI_VERSION + 1;

@@ -18,11 +18,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -42,12 +44,25 @@ struct Launch {
   Clock::time_point start;
   Clock::time_point end; // written by the last worker out
   std::mutex mu;
+  // A kernel's second parameter, copied at the launch call.
+  std::vector<LoomBinding> bindings;
 };
 
 struct Stream {
   std::shared_ptr<Launch> current;
   std::shared_ptr<loom::fake::StreamGate> gate; // waiting for the next launch
+  // A caller's stream (flags 0) or the legacy one: launches queue.
+  bool queues = false;
+  // Such a stream's last launch, with its parameters as passed: what a CUDA
+  // graph holding it would launch again (loom_fake_cuda_replay).
+  std::function<int()> replay;
 };
+
+/// The legacy default stream (a null CUstream).
+Stream *orLegacy(Stream *stream) {
+  static Stream *legacy = new Stream{nullptr, nullptr, true};
+  return stream ? stream : legacy;
+}
 
 struct Event {
   bool recorded = false;
@@ -135,11 +150,26 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
       launch->end = Clock::now();
   };
   // What a real kernel would fault on.
-  if (!args.bindings || !args.events ||
+  if (!args.bindings || !args.events || !args.control ||
       (p->workspace_bytes > 0 && !args.workspace)) {
     launch->faulted = true;
     return leave();
   }
+  // Launch numbers (DeviceAbi.h): epoch 0 runs this worker's count + 1,
+  // stored back as it leaves; nothing at all once a launch failed.
+  const bool deviceNumbered = args.epoch == 0;
+  unsigned long long *control = args.control;
+  if (deviceNumbered && load(&control[LOOM_CONTROL_FAILED]) != 0)
+    return leave();
+  const unsigned long long epoch =
+      deviceNumbered ? load(&control[LOOM_CONTROL_WORKERS + w]) + 1
+                     : args.epoch;
+  auto finish = [&] {
+    if (deviceNumbered)
+      __atomic_store_n(&control[LOOM_CONTROL_WORKERS + w], epoch,
+                       __ATOMIC_RELAXED);
+    leave();
+  };
   auto publishWait = [&](int32_t task, int32_t event, uint64_t seen,
                          uint64_t needed) {
     store(&me->task, task);
@@ -147,11 +177,16 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     store(&me->seen, seen);
     store(&me->needed, needed);
   };
-  auto raiseAbort = [&] { __atomic_store_n(abortFlag, 1, __ATOMIC_RELAXED); };
+  // Every worker that gives up or fails also marks the control words, so
+  // later launches numbered on the device do nothing.
+  auto raiseAbort = [&] {
+    __atomic_store_n(abortFlag, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&control[LOOM_CONTROL_FAILED], 1ull, __ATOMIC_RELAXED);
+  };
   /// 0, or why the wait ended without its count.
   auto await = [&](int32_t task, int32_t e) -> int {
     unsigned long long needed =
-        args.epoch * static_cast<unsigned long long>(p->event_needs[e]);
+        epoch * static_cast<unsigned long long>(p->event_needs[e]);
     unsigned long long seen = load(&args.events[e]);
     if (seen >= needed)
       return 0;
@@ -166,6 +201,7 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
       store(&me->seen, static_cast<uint64_t>(seen));
       if (__atomic_load_n(abortFlag, __ATOMIC_RELAXED) != 0) {
         store(&me->error, -1);
+        __atomic_store_n(&control[LOOM_CONTROL_FAILED], 1ull, __ATOMIC_RELAXED);
         return 1;
       }
       // 1 GHz: cycles are nanoseconds.
@@ -188,11 +224,12 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
       return -1000;
     if (startsWith(name, "stuck"))
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    if (startsWith(name, "slow"))
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
     if (startsWith(name, "step")) {
       auto *x = static_cast<int64_t *>(args.bindings[0].data);
       x[task] =
-          (task == 0 ? 100 * static_cast<int64_t>(args.epoch) : x[task - 1]) +
-          1;
+          (task == 0 ? 100 * static_cast<int64_t>(epoch) : x[task - 1]) + 1;
     }
     return 0;
   };
@@ -214,14 +251,14 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     r.start = start;
     r.end = nowNs();
     r.worker = w;
-    r.epoch = static_cast<uint32_t>(args.epoch);
+    r.epoch = static_cast<uint32_t>(epoch);
   };
   const uint64_t entry = nowNs();
 
   const bool dynamic = p->mode == LOOM_SCHEDULE_DYNAMIC;
   unsigned long long *queue = args.events + p->num_events;
   const unsigned long long ticketBase =
-      (args.epoch - 1) * static_cast<unsigned long long>(p->num_tasks + grid);
+      (epoch - 1) * static_cast<unsigned long long>(p->num_tasks + grid);
   int32_t pos = dynamic ? 0 : p->worker_begin[w];
   const int32_t end = dynamic ? 0 : p->worker_begin[w + 1];
   for (;;) {
@@ -240,7 +277,7 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
     for (int32_t k = p->task_wait_begin[task]; k < p->task_wait_begin[task + 1];
          ++k)
       if (await(task, p->wait_events[k]) != 0)
-        return leave();
+        return finish();
     const uint64_t start = nowNs();
     int32_t error = body(task);
     if (error == -1000) {
@@ -251,7 +288,7 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
       publishWait(task, -1, 0, 0);
       store(&me->error, error);
       raiseAbort();
-      return leave();
+      return finish();
     }
     record(task, pick, start); // before the triggers, as the loop does
     for (int32_t k = p->task_trigger_begin[task];
@@ -262,10 +299,11 @@ void runWorker(std::shared_ptr<Launch> launch, LoomKernelArgs args,
   record(p->num_tasks + w, entry, entry);
   publishWait(-1, -1, 0, 0);
   store(&me->error, 0);
-  leave();
+  finish();
 }
 
 CUresult streamState(Stream *s) {
+  s = orLegacy(s);
   // A gate no launch took still holds the stream until it opens.
   if (s->gate && !s->gate->satisfied())
     return kNotReady;
@@ -323,6 +361,11 @@ loom_fake_cuda_configure(const LoomFakeCudaConfig *config) {
   state().stats.calls_without_context = 0;
   state().stats.max_dynamic_smem_attribute = 0;
   state().sticky = false;
+}
+
+__attribute__((visibility("default"))) int loom_fake_cuda_replay(void *stream) {
+  Stream *s = orLegacy(static_cast<Stream *>(stream));
+  return s->replay ? s->replay() : kInvalidValue;
 }
 
 __attribute__((visibility("default"))) void
@@ -675,12 +718,27 @@ CUresult cuLaunchCooperativeKernel(Function *f, unsigned gx, unsigned gy,
       f->maxDynamicSmem > 48 * 1024 ? f->maxDynamicSmem : 48 * 1024;
   if (smem > limit)
     return kInvalidValue;
-  if (stream->current && stream->current->remaining.load() > 0)
+  stream = orLegacy(stream);
+  std::shared_ptr<Launch> previous = stream->current;
+  const bool behind = previous && previous->remaining.load() > 0;
+  if (behind && !stream->queues)
     return kInvalidValue; // the backend never overlaps its own launches
   LoomKernelArgs args = *static_cast<LoomKernelArgs *>(params[0]);
   const LoomProgramDesc *program = f->code->program;
   if (static_cast<int32_t>(gx) != program->num_workers)
     return kInvalidValue;
+  auto launch = std::make_shared<Launch>();
+  // Parameters are copied during the call, as the driver copies them.
+  if (f->code->inline_bindings) {
+    if (!params[1])
+      return kInvalidValue;
+    const auto *bindings = static_cast<const LoomBinding *>(params[1]);
+    launch->bindings.assign(
+        bindings,
+        bindings + (program->num_buffers > 1 ? program->num_buffers : 1));
+    if (!args.bindings)
+      args.bindings = launch->bindings.data();
+  }
   {
     std::lock_guard<std::mutex> lock(state().mu);
     LoomFakeCudaStats &s = state().stats;
@@ -694,10 +752,18 @@ CUresult cuLaunchCooperativeKernel(Function *f, unsigned gx, unsigned gy,
   // The host's part of the call, before the GPU has the launch.
   if (c.launch_call_us > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(c.launch_call_us));
-  auto launch = std::make_shared<Launch>();
   launch->remaining = static_cast<int>(gx);
   stream->current = launch;
-  loom::fake::startBehind(std::move(stream->gate), [=](bool gated) {
+  if (stream->queues) {
+    std::vector<LoomBinding> byValue = launch->bindings;
+    LoomKernelArgs passed = *static_cast<LoomKernelArgs *>(params[0]);
+    stream->replay = [=]() mutable {
+      void *again[] = {&passed, byValue.empty() ? nullptr : byValue.data()};
+      return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, smem, stream,
+                                       again);
+    };
+  }
+  auto start = [=](bool gated) {
     if (gated) {
       std::lock_guard<std::mutex> lock(state().mu);
       ++state().stats.gated_launches;
@@ -707,17 +773,34 @@ CUresult cuLaunchCooperativeKernel(Function *f, unsigned gx, unsigned gy,
       std::thread(runWorker, launch, args, program, static_cast<int32_t>(w),
                   static_cast<int32_t>(gx))
           .detach();
-  });
+  };
+  if (!behind) {
+    loom::fake::startBehind(std::move(stream->gate), start);
+    return kSuccess;
+  }
+  // Queued behind the launch still running there (a faulted one takes the
+  // queue down with it).
+  std::thread([previous, launch, start] {
+    while (previous->remaining.load() > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (previous->faulted.load()) {
+      launch->faulted = true;
+      launch->remaining = 0;
+      return;
+    }
+    start(false);
+  }).detach();
   return kSuccess;
 }
 #endif
 
 //--- Streams and events ----------------------------------------------------//
 
-CUresult cuStreamCreate(Stream **out, unsigned) {
+CUresult cuStreamCreate(Stream **out, unsigned flags) {
   if (noContext())
     return kInvalidContext;
   *out = new Stream;
+  (*out)->queues = flags == 0;
   std::lock_guard<std::mutex> lock(state().mu);
   ++state().stats.live_streams;
   return kSuccess;
@@ -745,6 +828,13 @@ CUresult cuStreamSynchronize(Stream *stream) {
   while ((r = streamState(stream)) == kNotReady)
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   return r;
+}
+
+CUresult cuStreamIsCapturing(Stream *stream, int *status) {
+  if (noContext())
+    return kInvalidContext;
+  *status = state().config.streams_capturing && orLegacy(stream)->queues;
+  return kSuccess;
 }
 
 CUresult cuEventCreate(Event **out, unsigned) {

@@ -20,6 +20,7 @@
 #include "loom/loomrt.hpp"
 #include "runtime/cuda/CudaChecks.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/src/DeviceProgram.h"
 #include "runtime/src/DeviceWatchdog.h"
 #include "runtime/src/ProgramTable.h"
 #include "tests/unit/RuntimeCudaFake.h"
@@ -28,11 +29,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <future>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -204,6 +207,56 @@ TEST(CudaChecks, DeviceTimeoutIsTwiceTheWatchdog) {
   EXPECT_EQ(deviceTimeoutCycles(1, 0), 2ull * 4000000);
   EXPECT_EQ(deviceTimeoutCycles(UINT32_MAX, INT32_MAX),
             2ull * UINT32_MAX * INT32_MAX);
+}
+
+TEST(CudaChecks, BindingsByValueMustFitTheKernelParameters) {
+  // LoomKernelArgs and each binding are 72 bytes; a kernel takes at least
+  // one binding.
+  EXPECT_EQ(sizeof(LoomKernelArgs), 72u);
+  EXPECT_EQ(sizeof(LoomBinding), 72u);
+  EXPECT_EQ(sizeof(LoomBindings<3>), 3 * sizeof(LoomBinding));
+  EXPECT_EQ(LOOM_INLINE_BINDINGS_PARAM_BYTES(0), 144u);
+  EXPECT_EQ(LOOM_INLINE_BINDINGS_PARAM_BYTES(454), 32760u);
+  EXPECT_TRUE(LOOM_INLINE_BINDINGS_FIT(454));
+  EXPECT_FALSE(LOOM_INLINE_BINDINGS_FIT(455));
+}
+
+TEST(CudaChecks, DeviceAbiVersionsAndFlags) {
+  static const char code[4] = {1, 2, 3, 4};
+  LoomProgramDesc program{};
+  program.abi_version = LOOM_PROGRAM_ABI_VERSION;
+  program.num_buffers = 9;
+  LoomDeviceProgram d{};
+  d.abi_version = LOOM_DEVICE_ABI_VERSION;
+  d.program = &program;
+  d.arch = "sm_90a";
+  d.code_object = code;
+  d.code_object_size = sizeof(code);
+  d.kernel_name = "k";
+  d.threads_per_block = 256;
+  d.flags = LOOM_DEVICE_INLINE_BINDINGS | LOOM_DEVICE_PROFILED;
+  EXPECT_TRUE(DeviceArtifact::check("cuda", "a.so", d).ok());
+  // Version 3 has the same layout, and no kernel that takes its bindings.
+  d.abi_version = 3;
+  d.flags = 0;
+  EXPECT_TRUE(DeviceArtifact::check("cuda", "a.so", d).ok());
+  d.flags = LOOM_DEVICE_INLINE_BINDINGS;
+  EXPECT_EQ(message(DeviceArtifact::check("cuda", "a.so", d)),
+            "cuda program 'a.so': flags say its kernel takes its bindings by "
+            "value, which device ABI version 3 has no kernel do (version 4 "
+            "does)");
+  d.abi_version = 2;
+  EXPECT_EQ(message(DeviceArtifact::check("cuda", "a.so", d)),
+            "cuda program 'a.so' has device ABI version 2; this runtime reads "
+            "versions 3 to 4 (rebuild it)");
+  // The emitter gives no kernel parameters it could not take.
+  d.abi_version = LOOM_DEVICE_ABI_VERSION;
+  program.num_buffers = 455;
+  Status s = DeviceArtifact::check("cuda", "a.so", d);
+  EXPECT_EQ(s.code(), LOOMRT_ERROR_INVALID_PROGRAM);
+  EXPECT_EQ(message(s), "cuda program 'a.so': flags say its kernel takes the "
+                        "bindings of its 455 buffers by value, but those are "
+                        "32832 bytes of kernel parameters (at most 32764)");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1208,13 +1261,13 @@ TEST_F(FakeCuda, BadArtifacts) {
                  LOOMRT_ERROR_ABI_MISMATCH,
                  "cuda program " + a + " has device ABI version " +
                      std::to_string(LOOM_DEVICE_ABI_VERSION + 1) +
-                     "; this runtime reads version " +
-                     std::to_string(LOOM_DEVICE_ABI_VERSION) +
-                     " (rebuild it)");
+                     "; this runtime reads versions 3 to " +
+                     std::to_string(LOOM_DEVICE_ABI_VERSION) + " (rebuild it)");
     EXPECT_ERROR(load(device.get(), "badflags", &program),
                  LOOMRT_ERROR_INVALID_PROGRAM,
                  "cuda program " + a +
-                     ": flags has unknown bits (128; known: 1 = profiled)");
+                     ": flags has unknown bits (128; known: 1 = profiled, 2 "
+                     "= inline bindings)");
     EXPECT_ERROR(load(device.get(), "badprogabi", &program),
                  LOOMRT_ERROR_ABI_MISMATCH,
                  "cuda program " + a +
@@ -1300,6 +1353,302 @@ TEST_F(FakeCuda, BoundMemoryIsCheckedAtLaunch) {
   other.reset();
   loomrt::Memory reused = device.alloc(16);
   EXPECT_EQ(loomrt_launch(raw), LOOMRT_ERROR_BINDING) << loomrt_last_error();
+}
+
+//===----------------------------------------------------------------------===//
+// Launches on the caller's stream (loomrt_launch_on_stream), on the fake
+//===----------------------------------------------------------------------===//
+
+/// A stream of the caller's (a framework's) made by the fake driver: its
+/// launches queue behind each other. Made after a loomrt call on this
+/// thread, which made the device's context current.
+class CallerStream {
+public:
+  explicit CallerStream(void *driver) {
+    create_ = reinterpret_cast<Create>(::dlsym(driver, "cuStreamCreate"));
+    destroy_ = reinterpret_cast<Call>(::dlsym(driver, "cuStreamDestroy_v2"));
+    sync_ = reinterpret_cast<Call>(::dlsym(driver, "cuStreamSynchronize"));
+    EXPECT_TRUE(create_ && destroy_ && sync_);
+    EXPECT_EQ(create_(&stream_, 0), CUDA_SUCCESS);
+  }
+  ~CallerStream() { EXPECT_EQ(destroy_(stream_), CUDA_SUCCESS); }
+  CallerStream(const CallerStream &) = delete;
+  CallerStream &operator=(const CallerStream &) = delete;
+
+  void *get() const { return stream_; }
+  /// Waits for `stream` (null: the legacy default stream).
+  void synchronize(void *stream) const {
+    EXPECT_EQ(sync_(stream), CUDA_SUCCESS);
+  }
+  void synchronize() const { synchronize(stream_); }
+
+private:
+  using Create = CUresult (*)(void **, unsigned);
+  using Call = CUresult (*)(void *);
+  Create create_ = nullptr;
+  Call destroy_ = nullptr, sync_ = nullptr;
+  void *stream_ = nullptr;
+};
+
+TEST_F(FakeCuda, StreamLaunchNeedsAKernelThatTakesItsBindings) {
+  EXPECT_ERROR(loomrt_launch_on_stream(nullptr, nullptr),
+               LOOMRT_ERROR_INVALID_ARGUMENT,
+               "loomrt_launch_on_stream: program is null");
+  EXPECT_ERROR(loomrt_program_check(nullptr), LOOMRT_ERROR_INVALID_ARGUMENT,
+               "loomrt_program_check: program is null");
+  loomrt::Device device("cuda", 0);
+  const std::string why = "('" + artifact_ +
+                          "') cannot launch on a stream: its kernel reads its "
+                          "bindings from device memory the runtime fills "
+                          "before each launch";
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
+  {
+    loomrt::Program program(raw);
+    EXPECT_ERROR(loomrt_launch_on_stream(raw, nullptr),
+                 LOOMRT_ERROR_UNSUPPORTED,
+                 "program 'chain' " + why +
+                     " (its flags lack LOOM_DEVICE_INLINE_BINDINGS)");
+    EXPECT_EQ(loomrt_program_check(raw), LOOMRT_SUCCESS); // none to check
+  }
+  // Version 3 artifacts still load and run; they take no bindings by value.
+  ASSERT_EQ(load(device.get(), "abi3", &raw), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  EXPECT_ERROR(loomrt_launch_on_stream(raw, nullptr), LOOMRT_ERROR_UNSUPPORTED,
+               "program 'chain' ('" + artifact_ +
+                   "') cannot launch on a stream: it was built for device "
+                   "ABI version 3, whose kernels read their bindings from "
+                   "device memory the runtime fills before each launch "
+                   "(rebuild it with a newer loomc)");
+  program.run();
+  EXPECT_EQ(chain.read()[6], 107);
+  EXPECT_EQ(stats().launches, 1); // nothing was queued
+}
+
+TEST_F(FakeCuda, StreamLaunchesNumberThemselves) {
+  // Static and dynamic schedules: the queue counter goes on across both
+  // kinds of launch too.
+  for (const char *variant : {"inline", "inline-dynamic"}) {
+    SCOPED_TRACE(variant);
+    {
+      loomrt::Device device("cuda", 0);
+      loomrt_program *raw = nullptr;
+      ASSERT_EQ(load(device.get(), variant, &raw), LOOMRT_SUCCESS)
+          << loomrt_last_error();
+      loomrt::Program program(raw);
+      EXPECT_ERROR(loomrt_launch_on_stream(raw, nullptr),
+                   LOOMRT_ERROR_NOT_BOUND,
+                   "program '" + std::string(program.desc().name) +
+                       "' cannot launch: buffers not bound: 'x' (index 0)");
+      Chain chain(device.get(), raw);
+      CallerStream stream(handle_);
+      const int before = stats().launches;
+
+      // Back to back, no host in between; the kernel numbers them.
+      for (int i = 0; i < 3; ++i)
+        program.launchOnStream(stream.get());
+      EXPECT_EQ(loomrt_synchronize(raw), LOOMRT_SUCCESS); // not its business
+      stream.synchronize();
+      program.checkLaunches();
+      EXPECT_EQ(chain.read()[6], 307);
+      EXPECT_EQ(program.epoch(), 3u);
+      for (int32_t e = 0; e < 7; ++e)
+        EXPECT_EQ(program.eventCount(e), 3u);
+      EXPECT_EQ(stats().last_epoch, 0u);
+      EXPECT_EQ(stats().launches, before + 3);
+
+      // The runtime's own launches: numbered on the device from now on, so
+      // the control words stay right for launches the runtime never sees
+      // (a graph's replays).
+      program.run();
+      EXPECT_EQ(chain.read()[6], 407);
+      EXPECT_EQ(program.epoch(), 4u);
+      EXPECT_EQ(stats().last_epoch, 0u);
+
+      // A launch still in flight is waited for.
+      program.launch();
+      program.launchOnStream(stream.get());
+      stream.synchronize();
+      program.checkLaunches();
+      EXPECT_EQ(chain.read()[6], 607);
+      EXPECT_EQ(program.epoch(), 6u);
+
+      // The legacy default stream.
+      program.launchOnStream(nullptr);
+      program.launchOnStream(nullptr);
+      stream.synchronize(nullptr);
+      program.checkLaunches();
+      EXPECT_EQ(chain.read()[6], 807);
+      EXPECT_EQ(program.epoch(), 8u);
+      for (int32_t e = 0; e < 7; ++e)
+        EXPECT_EQ(program.eventCount(e), 8u);
+      EXPECT_EQ(stats().calls_without_context, 0);
+    }
+    expectNoLeaks();
+  }
+}
+
+TEST_F(FakeCuda, LaunchesTheRuntimeDoesNotSeeAreCounted) {
+  // What a CUDA graph does: launch captured launches again, any number of
+  // times, without the runtime.
+  auto replay = reinterpret_cast<LoomFakeCudaReplayFn>(
+      ::dlsym(handle_, LOOM_FAKE_CUDA_REPLAY));
+  ASSERT_NE(replay, nullptr);
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "inline", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  CallerStream stream(handle_);
+  program.run();                                 // 1, numbered by the runtime
+  program.launchOnStream(stream.get());          // 2
+  ASSERT_EQ(replay(stream.get()), CUDA_SUCCESS); // 3
+  ASSERT_EQ(replay(stream.get()), CUDA_SUCCESS); // 4
+  stream.synchronize();
+  program.checkLaunches();
+  EXPECT_EQ(program.epoch(), 4u);
+  EXPECT_EQ(chain.read()[6], 407);
+  // Unseen launches after the runtime's own, then the runtime's again: the
+  // control words are always current.
+  program.run(); // 5
+  EXPECT_EQ(chain.read()[6], 507);
+  ASSERT_EQ(replay(stream.get()), CUDA_SUCCESS); // 6
+  stream.synchronize();
+  program.run(); // 7
+  EXPECT_EQ(chain.read()[6], 707);
+  EXPECT_EQ(program.epoch(), 7u);
+  ASSERT_EQ(replay(stream.get()), CUDA_SUCCESS); // 8
+  stream.synchronize();
+  program.checkLaunches();
+  EXPECT_EQ(program.epoch(), 8u);
+  EXPECT_EQ(chain.read()[6], 807);
+  for (int32_t e = 0; e < 7; ++e)
+    EXPECT_EQ(program.eventCount(e), 8u);
+}
+
+TEST_F(FakeCuda, StreamLaunchesKeepTheirBindings) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "inline-slow", &raw), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  loomrt::Program program(raw);
+  Chain first(device.get(), raw), second(device.get(), raw);
+  CallerStream stream(handle_);
+  // Launch 1 takes 300 ms, so launch 2 starts long after x is rebound: it
+  // still writes where x was bound when it was queued.
+  program.bind("x", first.x);
+  program.launchOnStream(stream.get());
+  program.launchOnStream(stream.get());
+  program.bind("x", second.x);
+  program.launchOnStream(stream.get());
+  stream.synchronize();
+  program.checkLaunches();
+  EXPECT_EQ(first.read()[0], 201);
+  EXPECT_EQ(second.read()[0], 301);
+}
+
+TEST_F(FakeCuda, StreamLaunchesAreCheckedOnceSynchronized) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "inline-slow", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  CallerStream stream(handle_);
+  program.launchOnStream(stream.get());
+  const std::string running =
+      "program 'slow' on " + device0_ +
+      ": 0 launches have completed of at least 1 queued: launches on a "
+      "stream are still waiting or running (synchronize the stream before "
+      "checking)";
+  EXPECT_ERROR(loomrt_program_check(raw), LOOMRT_ERROR_NOT_READY, running);
+  EXPECT_ERROR(loomrt_launch(raw), LOOMRT_ERROR_NOT_READY, running);
+  stream.synchronize();
+  EXPECT_EQ(loomrt_program_check(raw), LOOMRT_SUCCESS) << loomrt_last_error();
+  EXPECT_EQ(program.epoch(), 1u);
+  EXPECT_EQ(chain.read()[0], 101);
+}
+
+TEST_F(FakeCuda, FailedStreamLaunchIsReportedAndReset) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "inline-fail", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  CallerStream stream(handle_);
+  // The first fails; the second sees the failure word and does nothing.
+  program.launchOnStream(stream.get());
+  program.launchOnStream(stream.get());
+  stream.synchronize();
+  EXPECT_EQ(chain.read()[2], 103);
+  EXPECT_ERROR(loomrt_program_check(raw), LOOMRT_ERROR_TASK_FAILED,
+               "program 'fail' launch 1: task 'fail#3[0]' (id 3) on worker 0 "
+               "failed with code 42\n  (program 'fail' on " +
+                   device0_ +
+                   ", a launch on a stream: its counters are reset, so its "
+                   "next launch is launch 1)");
+  EXPECT_EQ(program.epoch(), 0u);
+  for (int32_t e = 0; e < 7; ++e)
+    EXPECT_EQ(program.eventCount(e), 0u);
+  EXPECT_EQ(loomrt_program_check(raw), LOOMRT_SUCCESS); // reported once
+
+  // The program launches again, from 1; on a stream too.
+  program.launchOnStream(stream.get());
+  stream.synchronize();
+  EXPECT_ERROR_HAS(loomrt_program_check(raw), LOOMRT_ERROR_TASK_FAILED,
+                   "program 'fail' launch 1: task 'fail#3[0]'");
+  ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS) << loomrt_last_error();
+  EXPECT_ERROR(loomrt_synchronize(raw), LOOMRT_ERROR_TASK_FAILED,
+               "program 'fail' launch 1: task 'fail#3[0]' (id 3) on worker 0 "
+               "failed with code 42");
+  // A failure of loomrt_launch's own stays sticky.
+  EXPECT_EQ(loomrt_launch_on_stream(raw, stream.get()),
+            LOOMRT_ERROR_PROGRAM_FAILED);
+}
+
+TEST_F(FakeCuda, FirstStreamLaunchAfterLaunchIsNotCaptured) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "inline", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  Chain chain(device.get(), raw);
+  CallerStream stream(handle_);
+  program.run();
+  LoomFakeCudaConfig capturing = defaults();
+  capturing.streams_capturing = 1;
+  configure(capturing);
+  EXPECT_ERROR(loomrt_launch_on_stream(raw, stream.get()),
+               LOOMRT_ERROR_INVALID_ARGUMENT,
+               "program 'inline': its first launch on a stream after "
+               "loomrt_launch cannot be captured into a CUDA graph: it first "
+               "stores the launches so far (1) in the kernel's control words, "
+               "a synchronous copy that a capture must not contain. Launch it "
+               "on the stream once before capturing");
+  configure(defaults());
+  program.launchOnStream(stream.get());
+  // Then captures are fine; a captured launch is not counted as queued
+  // (it runs when the graph does; the fake runs it at once).
+  configure(capturing);
+  program.launchOnStream(stream.get());
+  configure(defaults());
+  stream.synchronize();
+  program.checkLaunches();
+  EXPECT_EQ(program.epoch(), 3u);
+  EXPECT_EQ(chain.read()[6], 307);
+}
+
+TEST_F(FakeCuda, StreamLaunchBindingsAreChecked) {
+  loomrt::Device device("cuda", 0);
+  loomrt_program *raw = nullptr;
+  ASSERT_EQ(load(device.get(), "inline", &raw), LOOMRT_SUCCESS);
+  loomrt::Program program(raw);
+  std::vector<int64_t> host(7);
+  program.bind("x", host.data());
+  EXPECT_ERROR_HAS(loomrt_launch_on_stream(raw, nullptr), LOOMRT_ERROR_BINDING,
+                   "program 'inline' launch on a stream: buffer 'x' (index 0, "
+                   "i64[7]) bound to ");
+  EXPECT_EQ(stats().launches, 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1390,6 +1739,299 @@ TEST(CudaGpu, RunsTheGivenArtifact) {
         << "event " << e;
   EXPECT_GT(program.lastLaunchNs(), 0u);
   std::printf("last launch: %.3f us\n", program.lastLaunchNs() / 1e3);
+}
+
+/// The buffers of a GPU artifact, each at its bound: floating-point inputs
+/// (weights and caches too) random and non-zero, integer ones zero (page
+/// tables and lengths of 0 are valid, as in RunsTheGivenArtifact), outputs
+/// poisoned (0xFF: NaN for floats).
+class GpuBuffers {
+public:
+  GpuBuffers(loomrt::Device &device, loomrt::Program &program)
+      : device_(device), program_(program) {
+    std::mt19937 random(20261202);
+    for (int32_t i = 0; i < program.numBuffers(); ++i) {
+      const LoomBufferDesc &b = program.buffer(i);
+      const size_t bytes = std::max<size_t>(program.bufferBytes(i), 1);
+      memory_.push_back(device.alloc(bytes));
+      bytes_.push_back(bytes);
+      // A repeating random tile: a 1 GiB cache need not be made on the host.
+      std::vector<unsigned char> tile(std::min<size_t>(bytes, kTileBytes), 0);
+      if (b.role != LOOM_ROLE_OUTPUT)
+        fillNonZero(b.elem, &tile, random);
+      tiles_.push_back(std::move(tile));
+      std::vector<int64_t> dims(b.dims, b.dims + b.rank);
+      for (int64_t &d : dims)
+        d = d < 0 ? b.bound : d;
+      program.bind(i, memory_.back().get(), dims);
+    }
+  }
+
+  /// Inputs back to their first contents (a launch may write its caches),
+  /// outputs poisoned: every run starts from the same state.
+  void reset() {
+    for (size_t i = 0; i < memory_.size(); ++i) {
+      auto *at = static_cast<unsigned char *>(memory_[i].get());
+      if (program_.buffer(static_cast<int32_t>(i)).role == LOOM_ROLE_OUTPUT) {
+        device_.fill(at, 0xFF, bytes_[i]);
+        continue;
+      }
+      for (size_t done = 0; done < bytes_[i]; done += tiles_[i].size())
+        device_.copy(at + done, tiles_[i].data(),
+                     std::min(tiles_[i].size(), bytes_[i] - done),
+                     LOOMRT_COPY_HOST_TO_DEVICE);
+    }
+  }
+
+  /// Every output's bytes, in buffer order.
+  std::vector<std::vector<unsigned char>> outputs() {
+    std::vector<std::vector<unsigned char>> out;
+    for (size_t i = 0; i < memory_.size(); ++i)
+      if (program_.buffer(static_cast<int32_t>(i)).role == LOOM_ROLE_OUTPUT) {
+        out.emplace_back(bytes_[i]);
+        device_.copy(out.back().data(), memory_[i].get(), bytes_[i],
+                     LOOMRT_COPY_DEVICE_TO_HOST);
+      }
+    return out;
+  }
+
+  /// The output buffers, in the order outputs() returns them.
+  std::vector<const LoomBufferDesc *> outputDescs() const {
+    std::vector<const LoomBufferDesc *> out;
+    for (int32_t i = 0; i < program_.numBuffers(); ++i)
+      if (program_.buffer(i).role == LOOM_ROLE_OUTPUT)
+        out.push_back(&program_.buffer(i));
+    return out;
+  }
+
+private:
+  static constexpr size_t kTileBytes = 1 << 20;
+
+  /// Values in +-[0.25, 1) in the element type; integers stay zero.
+  static void fillNonZero(int32_t elem, std::vector<unsigned char> *tile,
+                          std::mt19937 &random) {
+    std::uniform_real_distribution<float> magnitude(0.25f, 1.0f);
+    auto next = [&] {
+      const float v = magnitude(random);
+      return random() & 1 ? -v : v;
+    };
+    unsigned char *at = tile->data();
+    const size_t size = tile->size();
+    if (elem == LOOM_ELEM_F32)
+      for (size_t i = 0; i + 4 <= size; i += 4) {
+        const float v = next();
+        std::memcpy(at + i, &v, 4);
+      }
+    if (elem == LOOM_ELEM_BF16 || elem == LOOM_ELEM_F16)
+      for (size_t i = 0; i + 2 <= size; i += 2) {
+        const float v = next();
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        uint16_t half;
+        if (elem == LOOM_ELEM_BF16) {
+          half = static_cast<uint16_t>(bits >> 16);
+        } else {
+          // Normal f16 (|v| in [2^-2, 1)): rebias the exponent.
+          const uint32_t exponent = ((bits >> 23) & 0xFF) - 127 + 15;
+          half =
+              static_cast<uint16_t>(((bits >> 16) & 0x8000) | (exponent << 10) |
+                                    ((bits >> 13) & 0x3FF));
+        }
+        std::memcpy(at + i, &half, 2);
+      }
+  }
+
+  loomrt::Device &device_;
+  loomrt::Program &program_;
+  std::vector<loomrt::Memory> memory_;
+  std::vector<size_t> bytes_;
+  std::vector<std::vector<unsigned char>> tiles_;
+};
+
+/// One element of a buffer as a double (integers exactly).
+double elementAt(const LoomBufferDesc &b, const unsigned char *data,
+                 size_t index) {
+  switch (b.elem) {
+  case LOOM_ELEM_F32: {
+    float v;
+    std::memcpy(&v, data + 4 * index, 4);
+    return v;
+  }
+  case LOOM_ELEM_BF16: {
+    uint16_t h;
+    std::memcpy(&h, data + 2 * index, 2);
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  case LOOM_ELEM_F16: {
+    uint16_t h;
+    std::memcpy(&h, data + 2 * index, 2);
+    const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+    const double sign = h & 0x8000 ? -1.0 : 1.0;
+    if (exponent == 0x1F)
+      return mantissa ? std::nan("") : sign * INFINITY;
+    if (exponent == 0)
+      return sign * std::ldexp(mantissa, -24);
+    return sign * std::ldexp(1024 + mantissa, exponent - 25);
+  }
+  case LOOM_ELEM_I32: {
+    int32_t v;
+    std::memcpy(&v, data + 4 * index, 4);
+    return v;
+  }
+  case LOOM_ELEM_I64: {
+    int64_t v;
+    std::memcpy(&v, data + 8 * index, 8);
+    return static_cast<double>(v);
+  }
+  }
+  return std::nan("");
+}
+
+/// Compares `got` with `want` (the runtime's own launches), element by
+/// element: floats within 2% (reductions may add in another order), NaN
+/// only where the reference has NaN, integers exactly.
+void expectSameOutputs(const std::vector<const LoomBufferDesc *> &descs,
+                       const std::vector<std::vector<unsigned char>> &want,
+                       const std::vector<std::vector<unsigned char>> &got,
+                       const std::string &run) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const LoomBufferDesc &b = *descs[i];
+    const size_t n = want[i].size() / loomrt_elem_bytes(b.elem);
+    size_t wrong = 0;
+    std::string first;
+    for (size_t k = 0; k < n; ++k) {
+      const double w = elementAt(b, want[i].data(), k);
+      const double g = elementAt(b, got[i].data(), k);
+      const bool same =
+          std::isnan(w)   ? std::isnan(g)
+          : std::isinf(w) ? g == w
+          : b.elem >= LOOM_ELEM_I32
+              ? g == w
+              : std::fabs(g - w) <= 2e-2 * std::max(1.0, std::fabs(w));
+      if (!same && wrong++ == 0)
+        first = "[" + std::to_string(k) + "] is " + std::to_string(g) +
+                ", the runtime's launches give " + std::to_string(w);
+    }
+    EXPECT_EQ(wrong, 0u) << run << ": output '" << b.name << "' differs in "
+                         << wrong << " of " << n
+                         << " elements; first: " << first;
+  }
+}
+
+/// Some output of the reference is not the poison: a run that writes
+/// nothing cannot match it.
+bool anyWritten(const std::vector<std::vector<unsigned char>> &outputs) {
+  for (const auto &bytes : outputs)
+    for (unsigned char c : bytes)
+      if (c != 0xFF)
+        return true;
+  return false;
+}
+
+TEST(CudaGpu, StreamLaunchesAndGraphReplay) {
+  SKIP_WITHOUT_GPU();
+  const char *path = std::getenv("LOOM_CUDA_TEST_ARTIFACT");
+  if (!path || !*path)
+    GTEST_SKIP() << "LOOM_CUDA_TEST_ARTIFACT is not set (a GPU artifact "
+                    "whose kernel tolerates zeroed integer inputs)";
+  loomrt::Device device("cuda", 0);
+  loomrt::Program program = device.load(path);
+  const LoomProgramDesc &desc = program.desc();
+  GpuBuffers buffers(device, program);
+  const std::vector<const LoomBufferDesc *> outputs = buffers.outputDescs();
+  ASSERT_FALSE(outputs.empty())
+      << "program '" << desc.name << "' has no output to compare";
+  auto expectCounts = [&](uint64_t launches, const char *when) {
+    EXPECT_EQ(program.epoch(), launches) << when;
+    for (int32_t e = 0; e < desc.num_events; ++e)
+      ASSERT_EQ(program.eventCount(e), launches * desc.event_needs[e])
+          << when << ": event " << e;
+  };
+
+  // The references: the runtime's own launches, from the same state.
+  auto runtimeRun = [&](int launches) {
+    buffers.reset();
+    for (int i = 0; i < launches; ++i)
+      program.run();
+    return buffers.outputs();
+  };
+  const auto ref3 = runtimeRun(3);
+  const auto ref10 = runtimeRun(10);
+  ASSERT_TRUE(anyWritten(ref3)) << "every output byte of '" << desc.name
+                                << "' stays poisoned: nothing to compare";
+  expectCounts(13, "after the runtime's launches");
+
+  const CudaDriver *driver = nullptr;
+  ASSERT_TRUE(loadCudaDriver(&driver).ok());
+  const CudaDriver &d = *driver;
+  ASSERT_TRUE(d.cuStreamBeginCapture && d.cuStreamEndCapture &&
+              d.cuGraphInstantiate && d.cuGraphLaunch && d.cuGraphExecDestroy &&
+              d.cuGraphDestroy)
+      << d.path << " lacks the CUDA graph API";
+  // The caller's stream (the loomrt calls above made the device's primary
+  // context current on this thread).
+  CUstream stream = nullptr;
+  ASSERT_EQ(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  struct Release {
+    const CudaDriver &d;
+    CUstream &stream;
+    CUgraph &graph;
+    CUgraphExec &exec;
+    ~Release() {
+      if (exec)
+        (void)d.cuGraphExecDestroy(exec);
+      if (graph)
+        (void)d.cuGraphDestroy(graph);
+      if (stream)
+        (void)d.cuStreamDestroy(stream);
+    }
+  } release{d, stream, graph, exec};
+
+  // (a) Three launches back to back on the stream, no host wait between.
+  buffers.reset();
+  for (int i = 0; i < 3; ++i)
+    program.launchOnStream(stream);
+  ASSERT_EQ(d.cuStreamSynchronize(stream), CUDA_SUCCESS);
+  program.checkLaunches();
+  expectSameOutputs(outputs, ref3, buffers.outputs(), "3 launches on a stream");
+  expectCounts(16, "after 3 launches on a stream");
+
+  // (b) Ten launches captured into a graph, replayed twice.
+  ASSERT_EQ(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i)
+    if (loomrt_launch_on_stream(program.get(), stream) != LOOMRT_SUCCESS) {
+      ADD_FAILURE() << "captured launch " << i << ": " << loomrt_last_error();
+      break;
+    }
+  ASSERT_EQ(d.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(d.cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  for (int replay = 1; replay <= 2; ++replay) {
+    const std::string run = "graph replay " + std::to_string(replay);
+    buffers.reset();
+    const auto start = Clock::now();
+    ASSERT_EQ(d.cuGraphLaunch(exec, stream), CUDA_SUCCESS) << run;
+    ASSERT_EQ(d.cuStreamSynchronize(stream), CUDA_SUCCESS) << run;
+    const double us =
+        std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    EXPECT_EQ(loomrt_program_check(program.get()), LOOMRT_SUCCESS)
+        << run << ": " << loomrt_last_error();
+    expectSameOutputs(outputs, ref10, buffers.outputs(), run);
+    expectCounts(16 + 10 * replay, run.c_str());
+    std::printf("%s: 10 launches in %.1f us (%.2f us each)\n", run.c_str(), us,
+                us / 10);
+  }
+
+  // (c) Back to the runtime's launches: they go on from the device's count.
+  const auto again = runtimeRun(3);
+  expectSameOutputs(outputs, ref3, again, "3 runtime launches after");
+  expectCounts(39, "after the switch back");
 }
 
 } // namespace

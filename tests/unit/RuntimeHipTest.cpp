@@ -529,6 +529,8 @@ FAKE_API const LoomDeviceProgram *loom_device_program(void) {
       queue[t] = t;
   } else if (v == "badabi")
     p->abi_version = LOOM_DEVICE_ABI_VERSION + 1;
+  else if (v == "inline")
+    p->flags = LOOM_DEVICE_INLINE_BINDINGS;
   return p;
 }
 
@@ -1266,7 +1268,7 @@ TEST(HipChecks, ArtifactChecksNameTheKind) {
   Status s = DeviceArtifact::check("hip", "a.so", d);
   EXPECT_EQ(s.code(), LOOMRT_ERROR_ABI_MISMATCH);
   EXPECT_EQ(s.message(), "hip program 'a.so' has device ABI version 99; this "
-                         "runtime reads version " +
+                         "runtime reads versions 3 to " +
                              std::to_string(LOOM_DEVICE_ABI_VERSION) +
                              " (rebuild it)");
   d.abi_version = LOOM_DEVICE_ABI_VERSION;
@@ -1613,12 +1615,17 @@ TEST_F(HipFake, LoadRefusalsAreClean) {
   EXPECT_ERROR(load("badabi"), LOOMRT_ERROR_ABI_MISMATCH,
                "hip program '" + path + "' has device ABI version " +
                    std::to_string(LOOM_DEVICE_ABI_VERSION + 1) +
-                   "; this runtime reads version " +
+                   "; this runtime reads versions 3 to " +
                    std::to_string(LOOM_DEVICE_ABI_VERSION) + " (rebuild it)");
   EXPECT_ERROR(load("null"), LOOMRT_ERROR_LOAD_FAILED,
                "hip program '" + path +
                    "': loom_device_program() returned "
                    "null");
+  EXPECT_ERROR(load("inline"), LOOMRT_ERROR_INVALID_PROGRAM,
+               "hip program '" + path +
+                   "': its kernel takes its bindings by value "
+                   "(LOOM_DEVICE_INLINE_BINDINGS), which the HIP backend does "
+                   "not pass: its kernels take LoomKernelArgs alone");
   EXPECT_ERROR(load("bigsmem"), LOOMRT_ERROR_RESOURCES,
                std::string("program 'chain' wants 204800 bytes of dynamic "
                            "shared memory (LDS) per worker block; ") +
@@ -1819,6 +1826,27 @@ TEST_F(HipFake, QueuedLaunchNeedsStreamMemoryOperations) {
   EXPECT_EQ(loomrt_program_queued_launch(program_, &queued), LOOMRT_SUCCESS);
   EXPECT_EQ(queued, 0);
   EXPECT_EQ(loomrt_program_set_queued_launch(program_, 0), LOOMRT_SUCCESS);
+}
+
+TEST_F(HipFake, LaunchesOnAStreamAreNotSupported) {
+  createDevice();
+  ASSERT_EQ(load("chain"), LOOMRT_SUCCESS) << loomrt_last_error();
+  void *x = bindX();
+  const std::string why =
+      std::string("program 'chain' on ") + kFakeDevice +
+      " cannot launch on a stream: the HIP backend's kernels (kernels/amd) "
+      "read their bindings from device memory the runtime fills before each "
+      "launch, and take their launch number from it; use loomrt_launch and "
+      "loomrt_synchronize";
+  EXPECT_ERROR(loomrt_launch_on_stream(program_, nullptr),
+               LOOMRT_ERROR_UNSUPPORTED, why);
+  EXPECT_EQ(loomrt_program_check(program_), LOOMRT_SUCCESS); // none made
+  EXPECT_EQ(stats().launches, 0);
+  // The program's own launches are unaffected.
+  ASSERT_EQ(loomrt_launch(program_), LOOMRT_SUCCESS) << loomrt_last_error();
+  ASSERT_EQ(loomrt_synchronize(program_), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  EXPECT_EQ(readX(x)[6], 107);
 }
 
 TEST_F(HipFake, LaunchFromAnotherThread) {

@@ -496,6 +496,21 @@ TEST(RuntimeHost, LaunchesCannotBeQueued) {
                "LOOMRT_ERROR_UNSUPPORTED");
 }
 
+TEST(RuntimeHost, LaunchesOnAStreamAreNotSupported) {
+  Table table = deadlockTable();
+  loomrt::Device device;
+  loomrt::Program program = device.fromDesc(table.desc());
+  EXPECT_ERROR(loomrt_launch_on_stream(program.get(), nullptr),
+               LOOMRT_ERROR_UNSUPPORTED,
+               "program 'deadlock' cannot launch on a stream: the host device "
+               "has none (its workers are threads that loomrt_launch wakes); "
+               "use loomrt_launch and loomrt_synchronize");
+  EXPECT_EQ(loomrt_program_check(program.get()), LOOMRT_SUCCESS); // none made
+  EXPECT_EQ(loomrt_launch_on_stream(nullptr, nullptr),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(loomrt_program_check(nullptr), LOOMRT_ERROR_INVALID_ARGUMENT);
+}
+
 TEST(RuntimeHost, MissingTriggerIsRejectedAtLoad) {
   Table table;
   table.name = "missing";

@@ -379,7 +379,9 @@ int main(int argc, char **argv) {
             {"dynamic_shared_bytes", kernelInfo.dynamicSmemBytes},
             {"cooperative", true},
             {"bodies", kernelInfo.bodies},
-            {"l2_prefetch_bytes", std::max<int64_t>(0, kernelInfo.prefetchBudget)}};
+            {"l2_prefetch_bytes",
+             std::max<int64_t>(0, kernelInfo.prefetchBudget)},
+            {"inline_bindings", kernelInfo.inlineBindings}};
       std::string text;
       raw_string_ostream os(text);
       mlir::loom::printMetadataJson(os, json::Value(std::move(metadata)));

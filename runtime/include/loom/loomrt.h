@@ -16,6 +16,9 @@
  *  - loomrt_launch starts a launch and returns; loomrt_synchronize waits for
  *    it and returns the launch's own errors (the watchdog's report, a failed
  *    task). A launch that starts while another is in flight waits for it.
+ *  - CUDA: loomrt_launch_on_stream queues a launch on the caller's stream
+ *    instead (graph capture included); loomrt_program_check reports it once
+ *    the caller has synchronized that stream.
  *  - A program whose launch failed refuses further launches
  *    (LOOMRT_ERROR_PROGRAM_FAILED): its event counters no longer agree with
  *    its epoch. Load it again.
@@ -240,15 +243,58 @@ loomrt_program_set_queued_launch(loomrt_program *program, int32_t queued);
 LOOMRT_API loomrt_status
 loomrt_program_queued_launch(const loomrt_program *program, int32_t *queued);
 
-/* Starts one epoch of the program; returns when it has started. */
+/* Starts one epoch of the program; returns when it has started. Once the
+ * program has launched on a stream (below), the caller must have
+ * synchronized that stream (and any graph's launches): this call first
+ * checks them as loomrt_program_check does (and returns a failure of
+ * theirs), and the launch is numbered after them. */
 LOOMRT_API loomrt_status loomrt_launch(loomrt_program *program);
-/* Waits for the launch in flight; success if none. */
+/* Waits for the launch in flight; success if none. Launches on a stream
+ * are not its business: see loomrt_program_check. */
 LOOMRT_API loomrt_status loomrt_synchronize(loomrt_program *program);
 
-/* Wall time of the last completed launch, start to last worker done. */
+/* Stream-ordered launches (CUDA). Queues one launch of the program on
+ * `stream`, the caller's CUstream or cudaStream_t (NULL: the legacy default
+ * stream, not the per-thread one), and returns without waiting: launches
+ * queue back to back, behind and ahead of the caller's other work, and can
+ * be captured into a CUDA graph and replayed. The kernel numbers each launch
+ * itself (kernels/common/DeviceAbi.h), and the bindings are checked here and
+ * copied into the launch: rebinding affects later launches only (and a
+ * graph keeps the bindings it captured). No host watchdog watches these
+ * launches; a wait that lasts twice the program's watchdog timeout gives up
+ * on the device and fails the launch, and every later launch of the program
+ * then does nothing until loomrt_program_check reports the failure.
+ * The first launch on a stream of a program that has made loomrt_launch
+ * launches waits for the one in flight (returning its error) and stores
+ * their count in device memory, a synchronous copy: it must not be
+ * captured (LOOMRT_ERROR_INVALID_ARGUMENT while `stream` is being
+ * captured). From then on the device keeps the count, for the program's
+ * own launches too, so a graph may be replayed at any time. The program
+ * must outlive its queued launches and any graph that holds them.
+ * LOOMRT_ERROR_UNSUPPORTED on the
+ * host and HIP backends, and for a CUDA artifact whose kernel does not take
+ * its bindings by value (built before device ABI 4, or with a binding table
+ * too large for a kernel's parameters); the message says which. */
+LOOMRT_API loomrt_status loomrt_launch_on_stream(loomrt_program *program,
+                                                 void *stream);
+/* After the caller has synchronized the stream (or the graph's launches):
+ * whether the launches on a stream since the last check succeeded (it reads
+ * the device, so it sees a graph's replays too). A
+ * failure is returned as loomrt_synchronize returns a launch's (the failed
+ * task, worker, event; LOOMRT_ERROR_TASK_FAILED, LOOMRT_ERROR_TIMEOUT),
+ * naming the device, and the program's counters are then reset: its next
+ * launch is launch 1, so it can launch again. LOOMRT_ERROR_NOT_READY when
+ * launches are still running (the stream was not synchronized; ask again
+ * later). Success when the program never launched on a stream.
+ * loomrt_program_epoch then counts every completed launch. */
+LOOMRT_API loomrt_status loomrt_program_check(loomrt_program *program);
+
+/* Wall time of the last completed launch, start to last worker done
+ * (loomrt_launch's launches: those on a stream are not timed). */
 LOOMRT_API loomrt_status
 loomrt_program_last_launch_ns(const loomrt_program *program, uint64_t *ns);
-/* Number of launches started so far (the epoch of the latest). */
+/* Number of launches started so far (the epoch of the latest); launches on
+ * a stream count from the loomrt_program_check that saw them complete. */
 LOOMRT_API loomrt_status loomrt_program_epoch(const loomrt_program *program,
                                               uint64_t *epoch);
 /* Current arrival count of an event (grows by event_needs per launch). */

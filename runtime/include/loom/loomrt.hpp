@@ -171,6 +171,14 @@ public:
 
   void launch() { check(loomrt_launch(handle_)); }
   void synchronize() { check(loomrt_synchronize(handle_)); }
+  /// loomrt_launch_on_stream: queued on the caller's CUstream /
+  /// cudaStream_t (nullptr: the legacy default stream), not waited for.
+  void launchOnStream(void *stream) {
+    check(loomrt_launch_on_stream(handle_, stream));
+  }
+  /// loomrt_program_check: after synchronizing the stream, throws the
+  /// failure of a launch on it, if one failed.
+  void checkLaunches() { check(loomrt_program_check(handle_)); }
   /// One launch, waited for.
   void run() {
     launch();
