@@ -211,22 +211,6 @@ __device__ __forceinline__ uint32_t word(const uint4 &u, int i) {
   return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
 }
 
-#ifndef LOOM_LINEAR_STAGES
-/// Register stages of the weight stream at M <= 8 (decode batches): 2 keeps
-/// one k step (4 KB a warp) in flight while another multiplies. 3 (ptxas,
-/// sm_90a: linearTile 250 registers, no spills; 4 spills 8-12 bytes) made
-/// no difference on the H200's decoder rows
-/// (bench/results/h200/2026-12-02-ab-stages3), so 2 stays the default.
-#define LOOM_LINEAR_STAGES 2
-#endif
-static_assert(LOOM_LINEAR_STAGES >= 2 && LOOM_LINEAR_STAGES <= 4,
-              "LOOM_LINEAR_STAGES: 2 to 4 register stages");
-
-/// Stages for MT x-row groups of 8: more rows, more registers per stage.
-__host__ __device__ constexpr int linStages(int mt) {
-  return mt == 1 ? LOOM_LINEAR_STAGES : 2;
-}
-
 /// One k step's operands of a lane: w[cg][half][h] is 8 weights of column
 /// nBase + 16cg + 8half + g, x[mt][h] 8 values of row mBase + 8mt + g, both
 /// at k = k0 + 16q + 8h.
@@ -321,31 +305,15 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
   };
   if (ka >= kb)
     return;
-  constexpr int S = linStages(MT);
-  if constexpr (S == 2) {
-    // Kept apart from the general loop below: at S = 2 that one spills 8
-    // bytes in linearPartial under ptxas (sm_90a), this one none.
-    LinFrag<MT> cur, next;
-    load(ka, cur);
-    for (int64_t k = ka; k < kb; k += kLinKStep) {
-      load(k + kLinKStep, next); // all-zero past kb: predicated off
-      compute(cur);
-      cur = next;
-    }
-  } else {
-    // S - 1 k steps' loads in flight while one multiplies; steps past kb
-    // load zeros (predicated off) and add nothing.
-    LinFrag<MT> f[S];
-#pragma unroll
-    for (int s = 0; s + 1 < S; ++s)
-      load(ka + s * kLinKStep, f[s]);
-    for (int64_t k = ka; k < kb; k += S * kLinKStep) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        load(k + (s + S - 1) * kLinKStep, f[(s + S - 1) % S]);
-        compute(f[s]);
-      }
-    }
+  // Two register stages: one k step's loads (4 KB a warp) in flight while
+  // another multiplies. A third (LOOM_LINEAR_STAGES=3, tried on the H200)
+  // moved no decoder row (bench/results/h200/2026-12-02-ab-stages3).
+  LinFrag<MT> cur, next;
+  load(ka, cur);
+  for (int64_t k = ka; k < kb; k += kLinKStep) {
+    load(k + kLinKStep, next); // all-zero past kb: predicated off
+    compute(cur);
+    cur = next;
   }
 }
 
