@@ -33,6 +33,11 @@ public:
   Status copyKind(void *dst, const void *src, size_t bytes,
                   loomrt_copy_kind kind) override;
   Status fill(void *dst, int value, size_t bytes) override;
+  bool findAllocation(const void *ptr, uintptr_t *base,
+                      size_t *bytes) const override {
+    return ctx_->allocations().find(reinterpret_cast<uintptr_t>(ptr), base,
+                                    bytes);
+  }
 
   Status loadProgram(const std::string &path, uint32_t flags,
                      std::unique_ptr<Program> *out) override;

@@ -11,7 +11,7 @@
 #include "runtime/src/Backend.h"
 
 #include <mutex>
-#include <unordered_map>
+#include <map>
 
 namespace loom {
 namespace rt {
@@ -28,6 +28,8 @@ public:
   Status release(void *ptr) override;
   Status copy(void *dst, const void *src, size_t bytes) override;
   Status fill(void *dst, int value, size_t bytes) override;
+  bool findAllocation(const void *ptr, uintptr_t *base,
+                      size_t *bytes) const override;
 
   Status loadProgram(const std::string &path, uint32_t flags,
                      std::unique_ptr<Program> *out) override;
@@ -39,9 +41,11 @@ private:
                      uint32_t flags, std::shared_ptr<const void> library,
                      std::unique_ptr<Program> *out);
 
-  // Allocations are tracked so a stray free is an error, not heap damage.
-  std::mutex mu_;
-  std::unordered_map<void *, size_t> allocations_;
+  // Allocations are tracked so a stray free is an error, not heap damage,
+  // and a copy past one's end is refused; ordered, to find the one that
+  // holds a pointer.
+  mutable std::mutex mu_;
+  std::map<uintptr_t, size_t> allocations_;
 };
 
 Status createHostDevice(int ordinal, std::unique_ptr<Device> *out);

@@ -12,7 +12,9 @@
 
 #include <atomic>
 #include <exception>
+#include <mutex>
 #include <new>
+#include <unordered_set>
 
 using namespace loom::rt;
 
@@ -59,12 +61,84 @@ Status nullArgument(const char *function, const char *argument) {
       return nullArgument(fn, #ptr);                                           \
   } while (false)
 
+/// The handles of one type that are alive: created and not yet destroyed.
+/// A call with any other pointer (destroyed twice, used after destroy, or
+/// never made here) is refused before the pointer is read.
+template <typename Handle> class LiveHandles {
+public:
+  void add(const Handle *h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.insert(h);
+  }
+  bool remove(const Handle *h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.erase(h) != 0;
+  }
+  bool contains(const Handle *h) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.count(h) != 0;
+  }
+
+private:
+  mutable std::mutex mu_;
+  std::unordered_set<const Handle *> live_;
+};
+
+// Never destroyed: handles may be checked from other static destructors.
+LiveHandles<loomrt_device> &liveDevices() {
+  static auto *live = new LiveHandles<loomrt_device>;
+  return *live;
+}
+LiveHandles<loomrt_program> &livePrograms() {
+  static auto *live = new LiveHandles<loomrt_program>;
+  return *live;
+}
+bool isLive(const loomrt_device *d) { return liveDevices().contains(d); }
+bool isLive(const loomrt_program *p) { return livePrograms().contains(p); }
+const char *handleType(const loomrt_device *) { return "loomrt_device"; }
+const char *handleType(const loomrt_program *) { return "loomrt_program"; }
+
+Status deadHandle(const char *function, const char *argument,
+                  const void *handle, const char *type) {
+  return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, function, ": ", argument,
+                   " (", handle, ") is not a live ", type,
+                   " (destroyed already, or not made by this loomrt)");
+}
+
+/// A non-null handle that is alive.
+#define LOOMRT_REQUIRE_LIVE(handle)                                            \
+  do {                                                                         \
+    LOOMRT_REQUIRE(handle);                                                    \
+    if (!isLive(handle))                                                       \
+      return deadHandle(fn, #handle, handle, handleType(handle));              \
+  } while (false)
+
+/// `bytes` from `ptr` stay inside the allocation that holds `ptr`, when the
+/// device made it (other memory cannot be checked here). `what`: "to",
+/// "from" or "at".
+Status checkExtent(const loomrt_device *device, const char *function,
+                   const char *what, const void *ptr, size_t bytes) {
+  uintptr_t base = 0;
+  size_t size = 0;
+  if (!device->impl->findAllocation(ptr, &base, &size))
+    return Status();
+  const size_t offset = reinterpret_cast<uintptr_t>(ptr) - base;
+  if (bytes <= size - offset)
+    return Status();
+  return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, function, ": ", bytes,
+                   " bytes ", what, " ", ptr,
+                   " run past the end of its allocation (", size,
+                   " bytes from ", reinterpret_cast<const void *>(base),
+                   ") on ", device->description);
+}
+
 Status adoptProgram(loomrt_device *device, std::unique_ptr<Program> impl,
                     loomrt_program **out) {
   auto *program = new loomrt_program;
   program->impl = std::move(impl);
   program->device = device;
   device->livePrograms.fetch_add(1);
+  livePrograms().add(program);
   *out = program;
   return Status();
 }
@@ -121,6 +195,7 @@ loomrt_status loomrt_device_create(const char *kind, int ordinal,
     auto *handle = new loomrt_device;
     handle->impl = std::move(impl);
     handle->description = handle->impl->describe();
+    liveDevices().add(handle);
     *device = handle;
     return Status();
   });
@@ -128,28 +203,31 @@ loomrt_status loomrt_device_create(const char *kind, int ordinal,
 
 loomrt_status loomrt_device_destroy(loomrt_device *device) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     if (int live = device->livePrograms.load())
       return makeError(LOOMRT_ERROR_BUSY, "cannot destroy ",
                        device->impl->kind(), " device ",
                        device->impl->ordinal(), ": ", live,
                        " program(s) still loaded on it");
+    // Only one of two racing destroys gets past this.
+    if (!liveDevices().remove(device))
+      return deadHandle(fn, "device", device, "loomrt_device");
     delete device;
     return Status();
   });
 }
 
 const char *loomrt_device_kind(const loomrt_device *device) {
-  return device ? device->impl->kind() : "";
+  return device && isLive(device) ? device->impl->kind() : "";
 }
 
 const char *loomrt_device_describe(const loomrt_device *device) {
-  return device ? device->description.c_str() : "";
+  return device && isLive(device) ? device->description.c_str() : "";
 }
 
 loomrt_status loomrt_malloc(loomrt_device *device, size_t bytes, void **ptr) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     LOOMRT_REQUIRE(ptr);
     *ptr = nullptr;
     if (bytes == 0)
@@ -161,7 +239,7 @@ loomrt_status loomrt_malloc(loomrt_device *device, size_t bytes, void **ptr) {
 
 loomrt_status loomrt_free(loomrt_device *device, void *ptr) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     if (!ptr)
       return Status(); // like free(NULL)
     return device->impl->release(ptr);
@@ -171,11 +249,15 @@ loomrt_status loomrt_free(loomrt_device *device, void *ptr) {
 loomrt_status loomrt_memcpy(loomrt_device *device, void *dst, const void *src,
                             size_t bytes) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     if (bytes == 0)
       return Status();
     LOOMRT_REQUIRE(dst);
     LOOMRT_REQUIRE(src);
+    if (Status s = checkExtent(device, fn, "to", dst, bytes); !s.ok())
+      return s;
+    if (Status s = checkExtent(device, fn, "from", src, bytes); !s.ok())
+      return s;
     return device->impl->copy(dst, src, bytes);
   });
 }
@@ -184,7 +266,7 @@ loomrt_status loomrt_memcpy_kind(loomrt_device *device, void *dst,
                                  const void *src, size_t bytes,
                                  loomrt_copy_kind kind) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     if (kind < LOOMRT_COPY_DEFAULT || kind > LOOMRT_COPY_HOST_TO_HOST)
       return makeError(LOOMRT_ERROR_INVALID_ARGUMENT,
                        "loomrt_memcpy_kind: kind ", static_cast<int>(kind),
@@ -193,6 +275,10 @@ loomrt_status loomrt_memcpy_kind(loomrt_device *device, void *dst,
       return Status();
     LOOMRT_REQUIRE(dst);
     LOOMRT_REQUIRE(src);
+    if (Status s = checkExtent(device, fn, "to", dst, bytes); !s.ok())
+      return s;
+    if (Status s = checkExtent(device, fn, "from", src, bytes); !s.ok())
+      return s;
     return device->impl->copyKind(dst, src, bytes, kind);
   });
 }
@@ -200,10 +286,12 @@ loomrt_status loomrt_memcpy_kind(loomrt_device *device, void *dst,
 loomrt_status loomrt_memset(loomrt_device *device, void *dst, int value,
                             size_t bytes) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     if (bytes == 0)
       return Status();
     LOOMRT_REQUIRE(dst);
+    if (Status s = checkExtent(device, fn, "at", dst, bytes); !s.ok())
+      return s;
     return device->impl->fill(dst, value, bytes);
   });
 }
@@ -213,7 +301,7 @@ loomrt_status loomrt_program_load(loomrt_device *device, const char *path,
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
     LOOMRT_REQUIRE(program);
     *program = nullptr;
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     LOOMRT_REQUIRE(path);
     std::unique_ptr<Program> impl;
     if (Status s = device->impl->loadProgram(path, flags, &impl); !s.ok())
@@ -229,7 +317,7 @@ loomrt_status loomrt_program_from_desc(loomrt_device *device,
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
     LOOMRT_REQUIRE(program);
     *program = nullptr;
-    LOOMRT_REQUIRE(device);
+    LOOMRT_REQUIRE_LIVE(device);
     LOOMRT_REQUIRE(desc);
     std::unique_ptr<Program> impl;
     if (Status s = device->impl->programFromDesc(*desc, flags, &impl); !s.ok())
@@ -240,7 +328,10 @@ loomrt_status loomrt_program_from_desc(loomrt_device *device,
 
 loomrt_status loomrt_program_destroy(loomrt_program *program) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
+    // Only one of two racing destroys gets past this.
+    if (!livePrograms().remove(program))
+      return deadHandle(fn, "program", program, "loomrt_program");
     loomrt_device *device = program->device;
     delete program;
     device->livePrograms.fetch_sub(1);
@@ -251,7 +342,7 @@ loomrt_status loomrt_program_destroy(loomrt_program *program) {
 loomrt_status loomrt_program_desc(const loomrt_program *program,
                                   const LoomProgramDesc **desc) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(desc);
     *desc = &program->impl->table().desc();
     return Status();
@@ -261,7 +352,7 @@ loomrt_status loomrt_program_desc(const loomrt_program *program,
 loomrt_status loomrt_program_num_buffers(const loomrt_program *program,
                                          int32_t *count) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(count);
     *count = program->impl->table().numBuffers();
     return Status();
@@ -272,7 +363,7 @@ loomrt_status loomrt_program_buffer(const loomrt_program *program,
                                     int32_t index,
                                     const LoomBufferDesc **buffer) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(buffer);
     if (Status s = program->impl->checkBufferIndex(index); !s.ok())
       return s;
@@ -284,7 +375,7 @@ loomrt_status loomrt_program_buffer(const loomrt_program *program,
 loomrt_status loomrt_program_find_buffer(const loomrt_program *program,
                                          const char *name, int32_t *index) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(index);
     return program->impl->findBuffer(name, index);
   });
@@ -293,7 +384,7 @@ loomrt_status loomrt_program_find_buffer(const loomrt_program *program,
 loomrt_status loomrt_program_buffer_bytes(const loomrt_program *program,
                                           int32_t index, size_t *bytes) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(bytes);
     if (Status s = program->impl->checkBufferIndex(index); !s.ok())
       return s;
@@ -304,7 +395,7 @@ loomrt_status loomrt_program_buffer_bytes(const loomrt_program *program,
 loomrt_status loomrt_program_workspace_bytes(const loomrt_program *program,
                                              int64_t *bytes) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(bytes);
     *bytes = program->impl->table().desc().workspace_bytes;
     return Status();
@@ -315,7 +406,7 @@ loomrt_status loomrt_program_bind(loomrt_program *program, int32_t index,
                                   void *data, const int64_t *dims,
                                   int32_t rank) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->bind(index, data, dims, rank);
   });
 }
@@ -324,7 +415,7 @@ loomrt_status loomrt_program_bind_by_name(loomrt_program *program,
                                           const char *name, void *data,
                                           const int64_t *dims, int32_t rank) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->bindByName(name, data, dims, rank);
   });
 }
@@ -332,7 +423,7 @@ loomrt_status loomrt_program_bind_by_name(loomrt_program *program,
 loomrt_status loomrt_program_set_watchdog_ms(loomrt_program *program,
                                              uint32_t ms) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->setWatchdogMs(ms);
   });
 }
@@ -340,7 +431,7 @@ loomrt_status loomrt_program_set_watchdog_ms(loomrt_program *program,
 loomrt_status loomrt_program_watchdog_ms(const loomrt_program *program,
                                          uint32_t *ms) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(ms);
     *ms = program->impl->watchdogMs();
     return Status();
@@ -350,7 +441,7 @@ loomrt_status loomrt_program_watchdog_ms(const loomrt_program *program,
 loomrt_status loomrt_program_set_queued_launch(loomrt_program *program,
                                                int32_t queued) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->setQueuedLaunch(queued != 0);
   });
 }
@@ -358,7 +449,7 @@ loomrt_status loomrt_program_set_queued_launch(loomrt_program *program,
 loomrt_status loomrt_program_queued_launch(const loomrt_program *program,
                                            int32_t *queued) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(queued);
     *queued = program->impl->queuedLaunch() ? 1 : 0;
     return Status();
@@ -367,28 +458,28 @@ loomrt_status loomrt_program_queued_launch(const loomrt_program *program,
 
 loomrt_status loomrt_launch(loomrt_program *program) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->launch();
   });
 }
 
 loomrt_status loomrt_synchronize(loomrt_program *program) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->synchronize();
   });
 }
 
 loomrt_status loomrt_launch_on_stream(loomrt_program *program, void *stream) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->launchOnStream(stream);
   });
 }
 
 loomrt_status loomrt_program_check(loomrt_program *program) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->check();
   });
 }
@@ -396,7 +487,7 @@ loomrt_status loomrt_program_check(loomrt_program *program) {
 loomrt_status loomrt_program_last_launch_ns(const loomrt_program *program,
                                             uint64_t *ns) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(ns);
     return program->impl->lastLaunchNs(ns);
   });
@@ -405,7 +496,7 @@ loomrt_status loomrt_program_last_launch_ns(const loomrt_program *program,
 loomrt_status loomrt_program_epoch(const loomrt_program *program,
                                    uint64_t *epoch) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(epoch);
     *epoch = program->impl->epoch();
     return Status();
@@ -415,7 +506,7 @@ loomrt_status loomrt_program_epoch(const loomrt_program *program,
 loomrt_status loomrt_program_event_count(const loomrt_program *program,
                                          int32_t event, uint64_t *count) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(count);
     return program->impl->eventCount(event, count);
   });
@@ -424,7 +515,7 @@ loomrt_status loomrt_program_event_count(const loomrt_program *program,
 loomrt_status loomrt_program_profiled(const loomrt_program *program,
                                       int *profiled) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     LOOMRT_REQUIRE(profiled);
     *profiled = program->impl->profiled() ? 1 : 0;
     return Status();
@@ -437,7 +528,7 @@ loomrt_status loomrt_program_profile(const loomrt_program *program,
                                      loomrt_task_timing *workers,
                                      int32_t num_workers) {
   return guarded(__func__, [&]([[maybe_unused]] const char *fn) {
-    LOOMRT_REQUIRE(program);
+    LOOMRT_REQUIRE_LIVE(program);
     return program->impl->profile(tasks, num_tasks, workers, num_workers);
   });
 }

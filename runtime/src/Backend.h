@@ -170,6 +170,10 @@ public:
     return copy(dst, src, bytes);
   }
   virtual Status fill(void *dst, int value, size_t bytes) = 0;
+  /// The allocation of this device's (allocate) that holds `ptr`: its base
+  /// and size; false for memory it did not allocate.
+  virtual bool findAllocation(const void *ptr, uintptr_t *base,
+                              size_t *bytes) const = 0;
 
   virtual Status loadProgram(const std::string &path, uint32_t flags,
                              std::unique_ptr<Program> *out) = 0;

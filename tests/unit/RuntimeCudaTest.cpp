@@ -700,6 +700,17 @@ TEST_F(FakeCuda, Memory) {
                  "4)");
     EXPECT_ERROR_HAS(loomrt_memset(device.get(), &local, 0, 8),
                      LOOMRT_ERROR_INVALID_ARGUMENT, "(device memory only)");
+    // Nothing runs past the end of an allocation of loomrt_malloc's.
+    EXPECT_ERROR_HAS(loomrt_memcpy_kind(device.get(), a.get(), host.data(), 101,
+                                        LOOMRT_COPY_HOST_TO_DEVICE),
+                     LOOMRT_ERROR_INVALID_ARGUMENT,
+                     " run past the end of its allocation (100 bytes from ");
+    EXPECT_ERROR_HAS(loomrt_memcpy(device.get(), back.data(),
+                                   static_cast<char *>(b.get()) + 50, 51),
+                     LOOMRT_ERROR_INVALID_ARGUMENT, "loomrt_memcpy: 51 bytes from ");
+    EXPECT_ERROR_HAS(loomrt_memset(device.get(),
+                                   static_cast<char *>(a.get()) + 99, 0, 2),
+                     LOOMRT_ERROR_INVALID_ARGUMENT, "loomrt_memset: 2 bytes at ");
     EXPECT_ERROR_HAS(loomrt_free(device.get(), &local),
                      LOOMRT_ERROR_INVALID_ARGUMENT,
                      "was not allocated by this device (or was freed)");

@@ -1017,3 +1017,87 @@ TEST(RuntimeLoad, RunsALibraryProgram) {
 #endif
 
 } // namespace
+
+// Handles that are not alive are refused before they are read: destroying
+// twice, or using a destroyed handle, is an error and not heap damage.
+TEST(RuntimeHost, DeadHandlesAreRefused) {
+  loomrt_device *device = nullptr;
+  ASSERT_EQ(loomrt_device_create("host", 0, &device), LOOMRT_SUCCESS);
+  Table table = deadlockTable();
+  loomrt_program *program = nullptr;
+  ASSERT_EQ(loomrt_program_from_desc(device, &table.desc(), 0, &program),
+            LOOMRT_SUCCESS);
+  ASSERT_EQ(loomrt_program_destroy(program), LOOMRT_SUCCESS);
+  const std::string dead =
+      " is not a live loomrt_program (destroyed already, or not made by this "
+      "loomrt)";
+  EXPECT_EQ(loomrt_program_destroy(program), LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(loomrt_last_error()).find(dead), std::string::npos)
+      << loomrt_last_error();
+  EXPECT_EQ(loomrt_launch(program), LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(loomrt_last_error()).find("loomrt_launch: program ("),
+            std::string::npos)
+      << loomrt_last_error();
+  int32_t buffers = 0;
+  EXPECT_EQ(loomrt_program_num_buffers(program, &buffers),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  // A device handle is not a program handle, nor the other way round.
+  EXPECT_EQ(loomrt_program_destroy(reinterpret_cast<loomrt_program *>(device)),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+
+  ASSERT_EQ(loomrt_device_destroy(device), LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_device_destroy(device), LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(loomrt_last_error())
+                .find(" is not a live loomrt_device (destroyed already"),
+            std::string::npos)
+      << loomrt_last_error();
+  void *ptr = nullptr;
+  EXPECT_EQ(loomrt_malloc(device, 64, &ptr), LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(loomrt_device_kind(device), "");
+  EXPECT_STREQ(loomrt_device_describe(device), "");
+}
+
+// Copies and fills of memory from loomrt_malloc stay inside the allocation.
+TEST(RuntimeHost, CopiesStayInsideTheirAllocation) {
+  loomrt::Device device;
+  void *small = nullptr;
+  ASSERT_EQ(loomrt_malloc(device.get(), 64, &small), LOOMRT_SUCCESS);
+  std::vector<char> host(4096, 7);
+  auto *bytes = static_cast<char *>(small);
+  // Inside: whole, and the last byte.
+  EXPECT_EQ(loomrt_memcpy(device.get(), small, host.data(), 64),
+            LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_memset(device.get(), bytes + 63, 1, 1), LOOMRT_SUCCESS);
+  EXPECT_EQ(bytes[63], 1);
+  EXPECT_EQ(bytes[0], 7);
+  // Past the end, on either side of the copy, and a fill.
+  const std::string past = " run past the end of its allocation (64 bytes from ";
+  EXPECT_EQ(loomrt_memcpy(device.get(), small, host.data(), 4096),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(loomrt_last_error()).find("loomrt_memcpy: 4096 bytes to "),
+            std::string::npos)
+      << loomrt_last_error();
+  EXPECT_NE(std::string(loomrt_last_error()).find(past), std::string::npos)
+      << loomrt_last_error();
+  EXPECT_EQ(loomrt_memcpy(device.get(), host.data(), bytes + 32, 33),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(loomrt_last_error()).find("33 bytes from "),
+            std::string::npos)
+      << loomrt_last_error();
+  EXPECT_EQ(loomrt_memcpy_kind(device.get(), bytes + 1, host.data(), 64,
+                               LOOMRT_COPY_HOST_TO_DEVICE),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(loomrt_memset(device.get(), bytes + 60, 0, 5),
+            LOOMRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(loomrt_last_error()).find("loomrt_memset: 5 bytes at "),
+            std::string::npos)
+      << loomrt_last_error();
+  // Nothing was written by the refused calls.
+  EXPECT_EQ(bytes[60], 7);
+  EXPECT_EQ(bytes[1], 7);
+  // Memory the device did not allocate is not its to check.
+  std::vector<char> other(16);
+  EXPECT_EQ(loomrt_memcpy(device.get(), other.data(), host.data(), 16),
+            LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_free(device.get(), small), LOOMRT_SUCCESS);
+}

@@ -139,9 +139,10 @@ int main(int argc, char **argv) {
         if (value.empty() || *end != '\0')
           usage("'--seed' expects an unsigned integer, got '" + value + "'");
       } else if (name == "--launches") {
-        options.launches = int(parseInt(value, name));
-        if (options.launches < 1)
-          usage("'--launches' must be >= 1");
+        const int64_t launches = parseInt(value, name);
+        if (launches < 1 || launches > INT32_MAX)
+          usage("'--launches' must be 1 to 2147483647, got '" + value + "'");
+        options.launches = int(launches);
       } else if (name == "--kv-lens") {
         options.kvLens = parseList(value, name);
       } else if (name == "--seq-lens") {
@@ -156,6 +157,11 @@ int main(int argc, char **argv) {
         return probeDevice(value);
       } else if (name == "--watchdog-ms") {
         options.watchdogMs = parseInt(value, name);
+        // loomrt takes a uint32_t: a larger value must not wrap to a tiny
+        // timeout.
+        if (options.watchdogMs < 1 || options.watchdogMs > UINT32_MAX)
+          usage("'--watchdog-ms' must be 1 to 4294967295, got '" + value +
+                "'");
       } else if (name == "--timing") {
         if (value != "issued" && value != "queued")
           usage("'--timing' is 'issued' or 'queued', got '" + value + "'");

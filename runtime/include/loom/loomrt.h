@@ -10,7 +10,13 @@
  *    is in loomrt_last_error(), per thread, until the next failing call on the
  *    same thread; successful calls leave it alone.
  *  - Handles are opaque. A device outlives its programs: destroying a device
- *    that still has programs fails with LOOMRT_ERROR_BUSY.
+ *    that still has programs fails with LOOMRT_ERROR_BUSY. A handle that is
+ *    not alive (destroyed already, or not made by this library) is refused
+ *    with LOOMRT_ERROR_INVALID_ARGUMENT before it is read, so destroying
+ *    twice is an error, not a crash.
+ *  - Copies and fills that touch memory from loomrt_malloc must stay inside
+ *    that allocation (LOOMRT_ERROR_INVALID_ARGUMENT otherwise); other memory
+ *    cannot be checked.
  *  - A program is driven by one host thread at a time (like a stream); a
  *    device's memory calls may come from any thread.
  *  - loomrt_launch starts a launch and returns; loomrt_synchronize waits for
