@@ -31,8 +31,8 @@ Status countHostDevices(int *count) {
 }
 
 HostDevice::~HostDevice() {
-  for (auto &allocation : allocations_)
-    std::free(reinterpret_cast<void *>(allocation.first));
+  for (uintptr_t base : allocations_.live())
+    std::free(reinterpret_cast<void *>(base));
 }
 
 Status HostDevice::allocate(size_t bytes, void **out) {
@@ -41,36 +41,17 @@ Status HostDevice::allocate(size_t bytes, void **out) {
   if (rounded < bytes || posix_memalign(&ptr, kAlignment, rounded) != 0)
     return makeError(LOOMRT_ERROR_OUT_OF_MEMORY,
                      "host device: cannot allocate ", bytes, " bytes");
-  std::lock_guard<std::mutex> lock(mu_);
-  allocations_.emplace(reinterpret_cast<uintptr_t>(ptr), bytes);
+  allocations_.track(reinterpret_cast<uintptr_t>(ptr), bytes);
   *out = ptr;
   return Status();
 }
 
 Status HostDevice::release(void *ptr) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (allocations_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
-      return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, "host device: ", ptr,
-                       " was not allocated by this device (or was freed)");
-  }
+  if (!allocations_.untrack(reinterpret_cast<uintptr_t>(ptr)))
+    return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, "host device: ", ptr,
+                     " was not allocated by this device (or was freed)");
   std::free(ptr);
   return Status();
-}
-
-bool HostDevice::findAllocation(const void *ptr, uintptr_t *base,
-                                size_t *bytes) const {
-  const auto at = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = allocations_.upper_bound(at);
-  if (it == allocations_.begin())
-    return false;
-  --it;
-  if (at >= it->first + it->second)
-    return false;
-  *base = it->first;
-  *bytes = it->second;
-  return true;
 }
 
 Status HostDevice::copy(void *dst, const void *src, size_t bytes) {

@@ -8,10 +8,9 @@
 #ifndef LOOM_RUNTIME_HOST_HOSTDEVICE_H
 #define LOOM_RUNTIME_HOST_HOSTDEVICE_H
 
+#include "runtime/src/Allocations.h"
 #include "runtime/src/Backend.h"
 
-#include <mutex>
-#include <map>
 
 namespace loom {
 namespace rt {
@@ -29,7 +28,9 @@ public:
   Status copy(void *dst, const void *src, size_t bytes) override;
   Status fill(void *dst, int value, size_t bytes) override;
   bool findAllocation(const void *ptr, uintptr_t *base,
-                      size_t *bytes) const override;
+                      size_t *bytes) const override {
+    return allocations_.find(reinterpret_cast<uintptr_t>(ptr), base, bytes);
+  }
 
   Status loadProgram(const std::string &path, uint32_t flags,
                      std::unique_ptr<Program> *out) override;
@@ -41,11 +42,7 @@ private:
                      uint32_t flags, std::shared_ptr<const void> library,
                      std::unique_ptr<Program> *out);
 
-  // Allocations are tracked so a stray free is an error, not heap damage,
-  // and a copy past one's end is refused; ordered, to find the one that
-  // holds a pointer.
-  mutable std::mutex mu_;
-  std::map<uintptr_t, size_t> allocations_;
+  DeviceAllocations allocations_;
 };
 
 Status createHostDevice(int ordinal, std::unique_ptr<Device> *out);

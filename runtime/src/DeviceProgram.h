@@ -25,6 +25,7 @@
 #define LOOM_RUNTIME_SRC_DEVICEPROGRAM_H
 
 #include "kernels/common/DeviceAbi.h"
+#include "runtime/src/Allocations.h"
 #include "runtime/src/Error.h"
 #include "runtime/src/ProgramTable.h"
 
@@ -119,28 +120,6 @@ inline size_t deviceCounterCount(const ProgramTable &table) {
 inline size_t controlCounterOffset(const ProgramTable &table) {
   return static_cast<size_t>(table.numEvents()) + 1;
 }
-
-/// What loomrt_malloc handed out on one device (addresses as integers).
-/// Kept with the device's shared state, not the device object, so a
-/// program can check that a binding fits inside its allocation.
-class DeviceAllocations {
-public:
-  void track(uintptr_t base, size_t bytes);
-  /// False if `base` is not a live allocation.
-  bool untrack(uintptr_t base);
-  /// The allocation holding `ptr`, if loomrt_malloc made it.
-  bool find(uintptr_t ptr, uintptr_t *base, size_t *bytes) const;
-  std::vector<uintptr_t> live() const;
-  /// Bumped by every free: a binding checked before may now dangle.
-  uint64_t generation() const {
-    return generation_.load(std::memory_order_acquire);
-  }
-
-private:
-  mutable std::mutex mu_;
-  std::map<uintptr_t, size_t> allocations_;
-  std::atomic<uint64_t> generation_{0};
-};
 
 /// Checks a launch's bindings: memory from loomrt_malloc must hold the bound
 /// dims; any other pointer must be known to the vendor runtime
