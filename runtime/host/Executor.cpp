@@ -51,6 +51,7 @@ LaunchState::~LaunchState() { std::free(workspace); }
 
 Status Executor::create(std::shared_ptr<const ProgramTable> table,
                         std::shared_ptr<const void> library,
+                        const DeviceAllocations *allocations,
                         std::unique_ptr<Executable> *out) {
   auto state = std::make_shared<LaunchState>(table, std::move(library));
   if (int64_t bytes = table->desc().workspace_bytes; bytes > 0) {
@@ -62,6 +63,7 @@ Status Executor::create(std::shared_ptr<const ProgramTable> table,
                        "-byte workspace");
   }
   std::unique_ptr<Executor> executor(new Executor(std::move(state)));
+  executor->allocations_ = allocations;
   if (Status s = executor->startWorkers(); !s.ok())
     return s;
   *out = std::move(executor);
@@ -147,6 +149,15 @@ Status Executor::launch(const LaunchParams &params) {
   if (s.inFlight || s.active > 0)
     return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(s.table->name()),
                      ": launch while workers are still running");
+  // Memory from loomrt_malloc must hold the bound dims; other host memory
+  // cannot be checked.
+  if (allocations_)
+    if (Status c = bindingChecker_.check(
+            *s.table, params.epoch, params.bindings, *allocations_,
+            [](const void *) { return std::string(); }, "host runtime",
+            "host device 0");
+        !c.ok())
+      return c;
   std::copy(params.bindings, params.bindings + s.bindings.size(),
             s.bindings.begin());
   s.epoch = params.epoch;

@@ -12,6 +12,7 @@
 #define LOOM_RUNTIME_HOST_EXECUTOR_H
 
 #include "runtime/src/Backend.h"
+#include "runtime/src/Binding.h"
 #include "runtime/src/ProgramTable.h"
 
 #include <memory>
@@ -27,8 +28,11 @@ class Executor final : public Executable {
 public:
   /// `library` keeps the code of table->desc().run_task loaded (null for
   /// in-process descriptors).
+  /// `allocations`: the device's (it outlives its programs), against which
+  /// each launch's bindings are checked.
   static Status create(std::shared_ptr<const ProgramTable> table,
                        std::shared_ptr<const void> library,
+                       const DeviceAllocations *allocations,
                        std::unique_ptr<Executable> *out);
 
   /// Waits for the launch in flight, then stops the workers. A worker stuck
@@ -57,6 +61,8 @@ private:
 
   std::shared_ptr<LaunchState> state_;
   std::vector<pthread_t> threads_;
+  const DeviceAllocations *allocations_ = nullptr;
+  DeviceBindingChecker bindingChecker_;
 };
 
 } // namespace rt

@@ -86,7 +86,8 @@ Status HostDevice::makeProgram(const LoomProgramDesc &desc,
   if (Status s = ProgramTable::create(desc, origin, flags, &table); !s.ok())
     return s;
   std::unique_ptr<Executable> executable;
-  if (Status s = Executor::create(table, std::move(library), &executable);
+  if (Status s = Executor::create(table, std::move(library), &allocations_,
+                                 &executable);
       !s.ok())
     return s;
   return Program::create(std::move(table), std::move(executable), out);

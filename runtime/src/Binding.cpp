@@ -2,6 +2,7 @@
 
 #include "runtime/src/Binding.h"
 
+#include <cstring>
 #include <limits>
 
 namespace loom {
@@ -88,6 +89,61 @@ Status boundBytes(const ProgramTable &table, int32_t index, size_t *bytes) {
     total *= dim;
   }
   *bytes = total;
+  return Status();
+}
+
+std::string launchName(uint64_t epoch) {
+  return epoch ? "launch " + std::to_string(epoch) : "launch on a stream";
+}
+
+Status DeviceBindingChecker::check(
+    const ProgramTable &table, uint64_t epoch, const LoomBinding *bindings,
+    const DeviceAllocations &allocations,
+    const std::function<std::string(const void *)> &unknownPointer,
+    const char *runtimeName, const std::string &device) {
+  const int32_t n = table.numBuffers();
+  const uint64_t generation = allocations.generation();
+  if (valid_ && checkedGeneration_ == generation &&
+      checked_.size() == static_cast<size_t>(n) &&
+      (n == 0 ||
+       std::memcmp(checked_.data(), bindings, n * sizeof(LoomBinding)) == 0))
+    return Status();
+  valid_ = false;
+  for (int32_t i = 0; i < n; ++i) {
+    const LoomBufferDesc &b = table.buffer(i);
+    const LoomBinding &binding = bindings[i];
+    const auto ptr = reinterpret_cast<uintptr_t>(binding.data);
+    uint64_t bytes = loomrt_elem_bytes(b.elem);
+    std::string dims;
+    for (int32_t k = 0; k < b.rank; ++k) {
+      bytes *= static_cast<uint64_t>(binding.dims[k]);
+      dims += (k ? ", " : "") + std::to_string(binding.dims[k]);
+    }
+    auto fail = [&](const auto &...parts) {
+      return makeError(LOOMRT_ERROR_BINDING, "program ", quoted(table.name()),
+                       " ", launchName(epoch), ": buffer ", quoted(b.name),
+                       " (index ", i, ", ", formatShape(b), ") bound to ",
+                       binding.data, " with dims [", dims, "] (", bytes,
+                       " bytes) ", parts...);
+    };
+    uintptr_t base = 0;
+    size_t size = 0;
+    if (allocations.find(ptr, &base, &size)) {
+      if (ptr + bytes > base + size)
+        return fail("runs past the end of its allocation (", size,
+                    " bytes from ", reinterpret_cast<void *>(base), ")");
+      continue;
+    }
+    // Not from loomrt_malloc (e.g. another library's allocator): the vendor
+    // runtime must at least know it. Its extent is not checked: such
+    // allocations may be assembled from several mappings.
+    if (std::string why = unknownPointer(binding.data); !why.empty())
+      return fail("is not memory the ", runtimeName, " knows (", why,
+                  "): bind memory from loomrt_malloc on ", device);
+  }
+  checked_.assign(bindings, bindings + n);
+  checkedGeneration_ = generation;
+  valid_ = true;
   return Status();
 }
 

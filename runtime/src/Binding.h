@@ -8,10 +8,13 @@
 #ifndef LOOM_RUNTIME_SRC_BINDING_H
 #define LOOM_RUNTIME_SRC_BINDING_H
 
+#include "runtime/src/Allocations.h"
 #include "runtime/src/ProgramTable.h"
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace loom {
 namespace rt {
@@ -27,6 +30,32 @@ Status checkBinding(const ProgramTable &table, int32_t index, void *data,
 /// Bytes of buffer `buffer` with dynamic dims at their bound; fails on
 /// overflow.
 Status boundBytes(const ProgramTable &table, int32_t index, size_t *bytes);
+
+/// How messages name a launch: "launch 3", or "launch on a stream" for one
+/// the kernel numbers itself (epoch 0: loomrt_launch_on_stream).
+std::string launchName(uint64_t epoch);
+
+/// Checks a launch's bindings: memory from loomrt_malloc must hold the bound
+/// dims; any other pointer must be known to the vendor runtime
+/// (`unknownPointer` returns "" when it is, else why not). Bindings that
+/// passed are not checked again until they or the allocations change.
+/// LOOMRT_ERROR_BINDING:
+///   program 'p' launch 2: buffer 'x' (index 0, i64[7]) bound to 0x… with
+///   dims [7] (56 bytes) runs past the end of its allocation (32 bytes from
+///   0x…)
+class DeviceBindingChecker {
+public:
+  Status check(const ProgramTable &table, uint64_t epoch,
+               const LoomBinding *bindings,
+               const DeviceAllocations &allocations,
+               const std::function<std::string(const void *)> &unknownPointer,
+               const char *runtimeName, const std::string &device);
+
+private:
+  std::vector<LoomBinding> checked_;
+  uint64_t checkedGeneration_ = 0;
+  bool valid_ = false;
+};
 
 } // namespace rt
 } // namespace loom

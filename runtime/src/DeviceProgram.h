@@ -12,10 +12,8 @@
 //    resident deadlocks (the waiting blocks hold the SMs/CUs the producers
 //    need), so it is refused with both numbers.
 //  * deviceTimeoutCycles: LoomKernelArgs::timeout_cycles.
-//  * DeviceAllocations / DeviceBindingChecker: what loomrt_malloc handed out,
-//    and the check before a launch that every binding is device memory that
-//    holds its dims (a kernel reading past an allocation corrupts silently;
-//    a host pointer faults the whole device context).
+//  (What loomrt_malloc handed out and the check before a launch that every
+//  binding holds its dims are every backend's: Allocations.h, Binding.h.)
 //
 // Messages start with the backend's kind ("hip program 'x.so' ..."), so a
 // user who loaded a file on the wrong kind of device sees which.
@@ -25,7 +23,7 @@
 #define LOOM_RUNTIME_SRC_DEVICEPROGRAM_H
 
 #include "kernels/common/DeviceAbi.h"
-#include "runtime/src/Allocations.h"
+#include "runtime/src/Binding.h"
 #include "runtime/src/Error.h"
 #include "runtime/src/ProgramTable.h"
 
@@ -73,10 +71,6 @@ private:
 Status createDeviceTable(const DeviceArtifact &artifact, uint32_t flags,
                          std::shared_ptr<const ProgramTable> *out);
 
-/// How messages name a launch: "launch 3", or "launch on a stream" for one
-/// the kernel numbers itself (epoch 0: loomrt_launch_on_stream).
-std::string launchName(uint64_t epoch);
-
 /// What a worker block of a program asks for.
 struct DeviceBlockShape {
   int32_t numWorkers = 0;
@@ -121,27 +115,6 @@ inline size_t controlCounterOffset(const ProgramTable &table) {
   return static_cast<size_t>(table.numEvents()) + 1;
 }
 
-/// Checks a launch's bindings: memory from loomrt_malloc must hold the bound
-/// dims; any other pointer must be known to the vendor runtime
-/// (`unknownPointer` returns "" when it is, else why not). Bindings that
-/// passed are not checked again until they or the allocations change.
-/// LOOMRT_ERROR_BINDING:
-///   program 'p' launch 2: buffer 'x' (index 0, i64[7]) bound to 0x… with
-///   dims [7] (56 bytes) runs past the end of its allocation (32 bytes from
-///   0x…)
-class DeviceBindingChecker {
-public:
-  Status check(const ProgramTable &table, uint64_t epoch,
-               const LoomBinding *bindings,
-               const DeviceAllocations &allocations,
-               const std::function<std::string(const void *)> &unknownPointer,
-               const char *runtimeName, const std::string &device);
-
-private:
-  std::vector<LoomBinding> checked_;
-  uint64_t checkedGeneration_ = 0;
-  bool valid_ = false;
-};
 
 } // namespace rt
 } // namespace loom

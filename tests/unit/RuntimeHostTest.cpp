@@ -1101,3 +1101,33 @@ TEST(RuntimeHost, CopiesStayInsideTheirAllocation) {
             LOOMRT_SUCCESS);
   EXPECT_EQ(loomrt_free(device.get(), small), LOOMRT_SUCCESS);
 }
+
+// Memory from loomrt_malloc must hold what it is bound as, checked at the
+// launch as the GPU backends check it (other host memory cannot be).
+TEST_F(Bindings, LaunchChecksTheAllocationHoldsTheDims) {
+  loomrt::Memory small = device.alloc(100); // x at [4, 8] f32 needs 128
+  ASSERT_EQ(bindX({4, 8}, small.get()), LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  ASSERT_EQ(loomrt_program_bind_by_name(program.get(), "w", memory.get(),
+                                        nullptr, 0),
+            LOOMRT_SUCCESS)
+      << loomrt_last_error();
+  EXPECT_EQ(loomrt_launch(program.get()), LOOMRT_ERROR_BINDING);
+  const std::string message = loomrt_last_error();
+  EXPECT_NE(message.find("program 'bind' launch 1: buffer 'x' (index 0, "
+                         "f32[?<=16, 8]) bound to "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(" with dims [4, 8] (128 bytes) runs past the end of "
+                         "its allocation (100 bytes from "),
+            std::string::npos)
+      << message;
+  // Within it, and ordinary host memory, launch.
+  ASSERT_EQ(bindX({3, 8}, small.get()), LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_launch(program.get()), LOOMRT_SUCCESS) << loomrt_last_error();
+  EXPECT_EQ(loomrt_synchronize(program.get()), LOOMRT_SUCCESS);
+  std::vector<float> host(16 * 8);
+  ASSERT_EQ(bindX({16, 8}, host.data()), LOOMRT_SUCCESS);
+  EXPECT_EQ(loomrt_launch(program.get()), LOOMRT_SUCCESS) << loomrt_last_error();
+  EXPECT_EQ(loomrt_synchronize(program.get()), LOOMRT_SUCCESS);
+}
