@@ -17,6 +17,11 @@ struct ChipInfo;
 
 namespace mlir::loom {
 
+/// The attributes loom-partition puts on every layer op: its id (what a
+/// `loom.task`'s `op(...)` names) and its `#loom.partition` (tiles per phase).
+constexpr const char *kOpIdAttr = "loom.op_id";
+constexpr const char *kPartitionAttr = "loom.partition";
+
 /// The `#loom.target` for a row of the chip table.
 TargetAttr getTargetAttr(MLIRContext *context, const ::loom::ChipInfo &chip);
 

@@ -36,6 +36,9 @@ def Loom_ProgramOp : Loom_Op<"program", [
   }];
   let arguments = (ins I64Attr:$workers, Loom_ScheduleMode:$mode);
   let regions = (region SizedRegion<1>:$body);
+  // The table as a whole: every id, count and reference in range (which
+  // needs the events, the tasks and the graph's ops together).
+  let hasVerifier = 1;
   let assemblyFormat = "`workers` `(` $workers `)` `mode` `(` $mode `)` attr-dict-with-keyword $body";
   let extraClassDeclaration = [{
     ::mlir::Block &getBodyBlock() { return getBody().front(); }

@@ -62,8 +62,6 @@ struct Access {
 /// Workspace a layer op's phases exchange, placed by loom-plan-memory; its
 /// accesses are reported against this pseudo-buffer.
 constexpr const char *kScratchOffsetAttr = "loom.scratch_offset";
-constexpr const char *kPartitionAttr = "loom.partition";
-constexpr const char *kOpIdAttr = "loom.op_id";
 constexpr const char *kOffsetAttr = "loom.offset";
 constexpr const char *kWorkspaceBytesAttr = "loom.workspace_bytes";
 

@@ -64,21 +64,14 @@ struct VerifySchedulePass
                << " arrivals per launch but " << arrivals.lookup(event.getId())
                << " tasks trigger it";
 
-    // Worker lists: each task exactly once.
+    // Worker lists: each task exactly once. (The op verifier has checked
+    // the lists themselves: ids in range and once each, none in dynamic
+    // mode.)
     SmallVector<SmallVector<int64_t>> lists;
     DenseMap<int64_t, int64_t> workerOf;
     bool dynamic = program.getMode() == ScheduleMode::Dynamic;
-    if (dynamic) {
-      if (!block.getOps<WorkerOp>().empty())
-        return program.emitOpError("a dynamic schedule has no worker lists");
-    } else {
-      DenseSet<int64_t> workerIds;
+    if (!dynamic) {
       for (WorkerOp worker : block.getOps<WorkerOp>()) {
-        if (worker.getId() >= program.getWorkers() ||
-            !workerIds.insert(worker.getId()).second)
-          return worker.emitOpError("worker id ")
-                 << worker.getId() << " is out of range or repeated (the program has "
-                 << program.getWorkers() << " workers)";
         lists.emplace_back();
         for (int64_t t : worker.getTasks()) {
           if (!tasks.count(t))

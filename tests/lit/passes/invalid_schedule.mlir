@@ -4,7 +4,7 @@
 // later in the other worker's list triggers.
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 loom.graph @deadlock target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   // expected-error @+1 {{'loom.program' op deadlock: worker 0 waits at task 0 for event 1, which task 3 on worker 1 triggers; worker 1 waits at task 2 for event 0, which task 1 on worker 0 triggers; the cycle closes at worker 0}}
   loom.program workers(2) mode(static) {
     loom.event 0 needs(1)
@@ -23,7 +23,7 @@ loom.graph @deadlock target(#tiny) (input %x : memref<4xbf16>, output %y : memre
 // An event that waits for more arrivals than tasks trigger it.
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 loom.graph @missing_trigger target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(2) mode(static) {
     // expected-error @+1 {{event 0 needs 2 arrivals per launch but 1 tasks trigger it}}
     loom.event 0 needs(2)
@@ -37,7 +37,7 @@ loom.graph @missing_trigger target(#tiny) (input %x : memref<4xbf16>, output %y 
 
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 loom.graph @unknown_event target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(2) mode(static) {
     // expected-error @+1 {{task 0 waits on event 7, which does not exist}}
     loom.task 0 op(0) phase(0) tile(0) waits [7] triggers [] cost(1)
@@ -49,7 +49,7 @@ loom.graph @unknown_event target(#tiny) (input %x : memref<4xbf16>, output %y : 
 
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 loom.graph @twice target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(2) mode(static) {
     loom.task 0 op(0) phase(0) tile(0) waits [] triggers [] cost(1)
     loom.worker 0 tasks [0]
@@ -62,7 +62,7 @@ loom.graph @twice target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4
 
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 loom.graph @unassigned target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(2) mode(static) {
     loom.task 0 op(0) phase(0) tile(0) waits [] triggers [] cost(1)
     // expected-error @+1 {{task 1 is on no worker}}
@@ -73,40 +73,15 @@ loom.graph @unassigned target(#tiny) (input %x : memref<4xbf16>, output %y : mem
 
 // -----
 
-#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
-loom.graph @bad_worker target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
-  loom.program workers(2) mode(static) {
-    loom.task 0 op(0) phase(0) tile(0) waits [] triggers [] cost(1)
-    // expected-error @+1 {{worker id 5 is out of range or repeated (the program has 2 workers)}}
-    loom.worker 5 tasks [0]
-  }
-}
-
-// -----
-
 // Dynamic queue in the wrong order with one worker: the only worker takes
 // task 0, which waits for task 1, still in the queue.
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 loom.graph @dynamic_order target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   // expected-error @+1 {{deadlock in the dynamic queue: all 1 workers wait: task 0 for event 0;}}
   loom.program workers(1) mode(dynamic) {
     loom.event 0 needs(1)
     loom.task 0 op(0) phase(0) tile(0) waits [0] triggers [] cost(1)
     loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost(1)
-  }
-}
-
-// -----
-
-// A dynamic schedule carries no worker lists.
-#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
-loom.graph @dynamic_lists target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
-  // expected-error @+1 {{a dynamic schedule has no worker lists}}
-  loom.program workers(2) mode(dynamic) {
-    loom.task 0 op(0) phase(0) tile(0) waits [] triggers [] cost(1)
-    loom.worker 0 tasks [0]
   }
 }

@@ -17,7 +17,7 @@
 // DYN-NOT:  loom.worker
 // BAD: loom-schedule: unknown mode 'fastest'; expected 'static' or 'dynamic'
 loom.graph @diamond target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(2) mode(static) {
     loom.event 0 needs(2)
     loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(100)

@@ -4,7 +4,7 @@
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 // CHECK-LABEL: loom.graph @ok
 loom.graph @ok target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(2) mode(static) {
     loom.event 0 needs(1)
     loom.event 1 needs(1)
@@ -22,7 +22,7 @@ loom.graph @ok target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf
 #tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
 // CHECK-LABEL: loom.graph @ok_dynamic
 loom.graph @ok_dynamic target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
-  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>)
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64}
   loom.program workers(1) mode(dynamic) {
     loom.event 0 needs(1)
     loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(1)
