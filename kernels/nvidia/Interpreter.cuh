@@ -144,8 +144,10 @@ struct SeenCounts {
   int32_t event[kSlots];
   unsigned long long count[kSlots];
 
-  __device__ void clear() {
-    for (int i = 0; i < kSlots; ++i)
+  /// Called by every thread of the block: thread `first` of `step` clears
+  /// its share.
+  __device__ void clear(int first, int step) {
+    for (int i = first; i < kSlots; i += step)
       event[i] = -1;
   }
   __device__ bool covers(int32_t e, unsigned long long needed) const {
@@ -457,8 +459,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       *reinterpret_cast<int4 *>(sWindow + i) =
           *reinterpret_cast<const int4 *>(list + i);
   }
-  for (int i = threadIdx.x; i < SeenCounts::kSlots; i += kThreads)
-    sSeen.event[i] = -1;
+  sSeen.clear(threadIdx.x, kThreads);
   if (prefetch)
     for (int32_t b = threadIdx.x; b < schedule.numBindings; b += kThreads) {
       // The copy engine needs 16-byte aligned addresses: a buffer bound
@@ -555,7 +556,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
       // The header's words at once (independent loads); a record is never
       // shorter than its header and the window always holds it.
       rec = sWindow + at;
-      h = Header::at(sWindow + at);
+      h = Header::at(rec);
       if (h.task < 0)
         break;
       if (h.firstRow != 0 && sRuntimeRows <= h.firstRow) {

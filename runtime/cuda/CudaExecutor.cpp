@@ -327,6 +327,19 @@ Status CudaExecutor::readyToLaunch() const {
   return ctx_->makeCurrent();
 }
 
+Status CudaExecutor::checkBindings(const LoomBinding *bindings) {
+  return bindingChecker_.check(
+      *table_, epoch_, bindings, ctx_->allocations(),
+      [this](const void *ptr) { return unknownPointer(ptr); }, "CUDA driver",
+      ctx_->description());
+}
+
+void CudaExecutor::clearStatus() {
+  resetWorkerStatus(status_, numWorkers_);
+  *abort_ = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 LoomKernelArgs CudaExecutor::kernelArgs(uint64_t epoch) const {
   LoomKernelArgs args{};
   // Null: the kernel reads its second parameter (DeviceAbi.h, version 4).
@@ -386,19 +399,13 @@ Status CudaExecutor::launch(const LaunchParams &params) {
   const CudaDriver &d = ctx_->driver();
   epoch_ = params.epoch;
   watchdogMs_ = params.watchdogMs;
-  if (Status s = bindingChecker_.check(
-          *table_, epoch_, params.bindings, ctx_->allocations(),
-          [this](const void *ptr) { return unknownPointer(ptr); },
-          "CUDA driver", ctx_->description());
-      !s.ok())
+  if (Status s = checkBindings(params.bindings); !s.ok())
     return s;
   timeoutCycles_ = deviceTimeoutCycles(watchdogMs_, ctx_->info().clockKHz);
 
   // The previous launch has ended (synchronize saw its stream idle), so the
   // mapped block and the staging copy are ours to rewrite.
-  resetWorkerStatus(status_, numWorkers_);
-  *abort_ = 0;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  clearStatus();
   if (int32_t n = table_->numBuffers(); n && !inlineBindings_) {
     std::copy(params.bindings, params.bindings + n, staging_);
     if (CUresult r = d.cuMemcpyHtoDAsync(bindings_, staging_,
@@ -501,9 +508,7 @@ Status CudaExecutor::beginStreamLaunches(uint64_t completed, void *stream) {
   // The host's launches may leave records and a raised flag (one raised as
   // the last task ended is still a success); nothing resets them between
   // launches on a stream.
-  resetWorkerStatus(status_, numWorkers_);
-  *abort_ = 0;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  clearStatus();
   return Status();
 }
 
@@ -513,11 +518,7 @@ Status CudaExecutor::launchOnStream(const LaunchParams &params, void *stream,
   if (Status s = readyToLaunch(); !s.ok())
     return s;
   epoch_ = 0;
-  if (Status s = bindingChecker_.check(
-          *table_, epoch_, params.bindings, ctx_->allocations(),
-          [this](const void *ptr) { return unknownPointer(ptr); },
-          "CUDA driver", ctx_->description());
-      !s.ok())
+  if (Status s = checkBindings(params.bindings); !s.ok())
     return s;
   timeoutCycles_ =
       deviceTimeoutCycles(params.watchdogMs, ctx_->info().clockKHz);
@@ -559,9 +560,7 @@ Status CudaExecutor::resetCounters() {
                       quoted(table_->name()),
                       ": cannot zero its event counters after a failed "
                       "launch on a stream");
-  resetWorkerStatus(status_, numWorkers_);
-  *abort_ = 0;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  clearStatus();
   return Status();
 }
 

@@ -91,6 +91,12 @@ private:
   Status readyToLaunch() const;
   /// The arguments of a launch numbered `epoch` (0: by the device).
   LoomKernelArgs kernelArgs(uint64_t epoch) const;
+  /// A launch's bindings against the allocations (bindingChecker_), named
+  /// by epoch_.
+  Status checkBindings(const LoomBinding *bindings);
+  /// No worker record, abort flag down: before a launch the host waits for,
+  /// and whenever the counters start over.
+  void clearStatus();
   /// The cooperative launch on `stream`, the bindings by value when the
   /// kernel takes them (the driver copies them during the call).
   CUresult enqueue(CUstream stream, LoomKernelArgs *args,

@@ -52,7 +52,7 @@ LaunchState::~LaunchState() { std::free(workspace); }
 Status Executor::create(std::shared_ptr<const ProgramTable> table,
                         std::shared_ptr<const void> library,
                         const DeviceAllocations *allocations,
-                        std::unique_ptr<Executable> *out) {
+                        std::string device, std::unique_ptr<Executable> *out) {
   auto state = std::make_shared<LaunchState>(table, std::move(library));
   if (int64_t bytes = table->desc().workspace_bytes; bytes > 0) {
     size_t rounded = (static_cast<size_t>(bytes) + kWorkspaceAlignment - 1) /
@@ -64,6 +64,7 @@ Status Executor::create(std::shared_ptr<const ProgramTable> table,
   }
   std::unique_ptr<Executor> executor(new Executor(std::move(state)));
   executor->allocations_ = allocations;
+  executor->device_ = std::move(device);
   if (Status s = executor->startWorkers(); !s.ok())
     return s;
   *out = std::move(executor);
@@ -155,7 +156,7 @@ Status Executor::launch(const LaunchParams &params) {
     if (Status c = bindingChecker_.check(
             *s.table, params.epoch, params.bindings, *allocations_,
             [](const void *) { return std::string(); }, "host runtime",
-            "host device 0");
+            device_);
         !c.ok())
       return c;
   std::copy(params.bindings, params.bindings + s.bindings.size(),

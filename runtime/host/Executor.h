@@ -28,12 +28,12 @@ class Executor final : public Executable {
 public:
   /// `library` keeps the code of table->desc().run_task loaded (null for
   /// in-process descriptors).
-  /// `allocations`: the device's (it outlives its programs), against which
-  /// each launch's bindings are checked.
+  /// `allocations` and `device`: the device's record and description (it
+  /// outlives its programs); each launch's bindings are checked against it.
   static Status create(std::shared_ptr<const ProgramTable> table,
                        std::shared_ptr<const void> library,
                        const DeviceAllocations *allocations,
-                       std::unique_ptr<Executable> *out);
+                       std::string device, std::unique_ptr<Executable> *out);
 
   /// Waits for the launch in flight, then stops the workers. A worker stuck
   /// inside a task body is abandoned, not waited for.
@@ -62,6 +62,7 @@ private:
   std::shared_ptr<LaunchState> state_;
   std::vector<pthread_t> threads_;
   const DeviceAllocations *allocations_ = nullptr;
+  std::string device_;
   DeviceBindingChecker bindingChecker_;
 };
 

@@ -87,7 +87,7 @@ Status HostDevice::makeProgram(const LoomProgramDesc &desc,
     return s;
   std::unique_ptr<Executable> executable;
   if (Status s = Executor::create(table, std::move(library), &allocations_,
-                                 &executable);
+                                 describe(), &executable);
       !s.ok())
     return s;
   return Program::create(std::move(table), std::move(executable), out);

@@ -14,6 +14,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <unordered_set>
 
 using namespace loom::rt;
@@ -67,20 +68,21 @@ Status nullArgument(const char *function, const char *argument) {
 template <typename Handle> class LiveHandles {
 public:
   void add(const Handle *h) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     live_.insert(h);
   }
   bool remove(const Handle *h) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     return live_.erase(h) != 0;
   }
+  // Every entry point looks a handle up; only create and destroy write.
   bool contains(const Handle *h) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_lock<std::shared_mutex> lock(mu_);
     return live_.count(h) != 0;
   }
 
 private:
-  mutable std::mutex mu_;
+  mutable std::shared_mutex mu_;
   std::unordered_set<const Handle *> live_;
 };
 

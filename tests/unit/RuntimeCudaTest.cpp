@@ -1686,6 +1686,15 @@ std::string whyNoGpu() {
   if (std::string why = whyNoGpu(); !why.empty())                              \
   GTEST_SKIP() << why
 
+/// `path`: the GPU artifact the test runs (scripts/gpu-check passes one),
+/// built by loomc; its kernel must tolerate zeroed integer inputs.
+#define SKIP_WITHOUT_ARTIFACT(path)                                            \
+  const char *path = std::getenv("LOOM_CUDA_TEST_ARTIFACT");                   \
+  if (!path || !*path)                                                         \
+  GTEST_SKIP() << "LOOM_CUDA_TEST_ARTIFACT is not set (a GPU artifact "        \
+                  "built by loomc, e.g. .gpu/artifacts/qwen3_8b.h200.so from " \
+                  "scripts/gpu-prepare)"
+
 TEST(CudaGpu, DeviceAndMemory) {
   SKIP_WITHOUT_GPU();
   loomrt::Device device("cuda", 0);
@@ -1713,10 +1722,7 @@ TEST(CudaGpu, DeviceAndMemory) {
 
 TEST(CudaGpu, RunsTheGivenArtifact) {
   SKIP_WITHOUT_GPU();
-  const char *path = std::getenv("LOOM_CUDA_TEST_ARTIFACT");
-  if (!path || !*path)
-    GTEST_SKIP() << "LOOM_CUDA_TEST_ARTIFACT is not set (a GPU artifact "
-                    "whose kernel tolerates zeroed inputs)";
+  SKIP_WITHOUT_ARTIFACT(path);
   int launches = 10;
   if (const char *n = std::getenv("LOOM_CUDA_TEST_LAUNCHES"))
     launches = std::max(1, std::atoi(n));
@@ -1945,10 +1951,7 @@ bool anyWritten(const std::vector<std::vector<unsigned char>> &outputs) {
 
 TEST(CudaGpu, StreamLaunchesAndGraphReplay) {
   SKIP_WITHOUT_GPU();
-  const char *path = std::getenv("LOOM_CUDA_TEST_ARTIFACT");
-  if (!path || !*path)
-    GTEST_SKIP() << "LOOM_CUDA_TEST_ARTIFACT is not set (a GPU artifact "
-                    "whose kernel tolerates zeroed integer inputs)";
+  SKIP_WITHOUT_ARTIFACT(path);
   loomrt::Device device("cuda", 0);
   loomrt::Program program = device.load(path);
   const LoomProgramDesc &desc = program.desc();
