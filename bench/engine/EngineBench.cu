@@ -118,7 +118,8 @@ struct Bodies {
   }
 
   __device__ int32_t operator()(int32_t kind, int32_t arg, int32_t,
-                                const LoomKernelArgs &args, char *) const {
+                                const LoomKernelArgs &args, const LoomTaskBinding *,
+                                char *) const {
     switch (kind) {
     case kLink:
       // Each link writes its launch's number (the order of the links is

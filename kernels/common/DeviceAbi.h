@@ -155,6 +155,17 @@ typedef const LoomDeviceProgram *(*LoomGetDeviceProgramFn)(void);
 #ifdef __cplusplus
 }
 
+/* What an NVIDIA task body reads of a binding, its base and leading
+ * dimension (the emitted tile functions use no other field, and spell them
+ * as LoomBinding's): the workers copy these into shared memory once per
+ * launch, since reading the bindings where they arrive (the kernel's
+ * parameter space through a generic pointer, or a device copy) puts a
+ * long-latency load at the start of every task. */
+typedef struct LoomTaskBinding {
+  void *data;
+  int64_t dims[1];
+} LoomTaskBinding;
+
 /* A kernel's second parameter under LOOM_DEVICE_INLINE_BINDINGS: the
  * bindings by value, N = max(1, num_buffers). */
 template <int N> struct LoomBindings { LoomBinding entries[N]; };

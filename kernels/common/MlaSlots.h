@@ -29,15 +29,14 @@ namespace loom {
 /// Fewest tokens worth a slot of their own. A piece has a fixed cost next to
 /// its KV rows (1152 B a token at Dc + Dp = 576, 16-bit): its Q rows
 /// (H x 576 x 2 = 18 KB at H = 16), its normalised partial o written
-/// (H x Dc x 4 = 32 KB) and read back by the merge (32 KB), i.e. about 72
-/// tokens' worth of KV. E = ceil(Ttot / 128) slots hold 64..128 tokens each
-/// (until all W are busy), so that overhead stays at or below the KV traffic
-/// (at 128 tokens ~55% of it; 1345 tokens over all 132 slots made it ~7x),
-/// the split's 64-token tiles are mostly full (its double buffering gets a
-/// tile to overlap), and a request spans at most about len / 64 + 2 pieces,
-/// which bounds its merge. Short batches thus use few slots; from W x 128
-/// tokens on, all W slots work.
-constexpr int64_t kMlaMinSlotTokens = 128;
+/// (H x Dc x 4 = 32 KB) and read back by the merge (32 KB), about 72 tokens'
+/// worth of KV. Yet one worker streams its rows far below the chip's share
+/// of bandwidth, so a short batch finishes sooner spread over more workers
+/// than packed into few: E = ceil(Ttot / 32) slots of 16..32 tokens each
+/// (until all W are busy), from W x 32 tokens on all W slots work. A
+/// request then spans at most about len / 16 + 2 pieces, which bounds its
+/// merge. (The H200 figures behind the choice: bench/results/h200.)
+constexpr int64_t kMlaMinSlotTokens = 32;
 
 //===----------------------------------------------------------------------===//
 // Workspace: partial_o [pieces][H][Dc] then partial_lse [pieces][H]

@@ -257,7 +257,7 @@ __device__ __forceinline__ void storeTiming(LoomTaskTiming *at, uint64_t pick,
 /// in hand while it runs, and its own when it has to wait for an event;
 /// at most `budget` bytes issued for tasks not yet done.
 struct Prefetcher {
-  const uint64_t *bindingData; // shared: the bindings' base addresses
+  const LoomTaskBinding *bindings; // shared: the launch's bindings
   uint32_t budget;
   int32_t first;  // records [first, cursor) are issued and not yet done
   int32_t cursor;
@@ -273,9 +273,12 @@ struct Prefetcher {
     const uint64_t policy = l2EvictLastPolicy();
     for (int32_t i = 0; i < records::numPrefetches(counts);
          ++i, p += records::kPrefetchWords) {
-      if (bindingData[p[0]] == 0)
+      // The copy engine needs 16-byte aligned addresses: a buffer bound
+      // elsewhere gets no prefetch.
+      const char *base = static_cast<const char *>(bindings[p[0]].data);
+      if (reinterpret_cast<uint64_t>(base) % 16 != 0)
         continue;
-      const char *at = reinterpret_cast<const char *>(bindingData[p[0]]) +
+      const char *at = base +
                        ((int64_t(uint32_t(p[2])) << 32) | uint32_t(p[1]));
       const uint32_t rowBytes = uint32_t(p[3]);
       for (int32_t r = 0; r < p[4]; ++r, at += p[5]) {
@@ -425,7 +428,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
   extern __shared__ __align__(128) char loomDynamicSmem[];
   __shared__ __align__(16) int32_t sWindow[kWindowWords];
   __shared__ uint64_t sWindowBar;
-  __shared__ uint64_t sBindingData[kBindings];
+  __shared__ LoomTaskBinding sBindings[kBindings]; // what the tasks read
   // Static mode: the window holds list words [sWinBase, sWinBase + sWinWords).
   __shared__ int32_t sWinBase, sWinWords;
   __shared__ uint32_t sWinPhase;
@@ -460,13 +463,9 @@ __device__ void workerLoop(const LoomKernelArgs &args,
           *reinterpret_cast<const int4 *>(list + i);
   }
   sSeen.clear(threadIdx.x, kThreads);
-  if (prefetch)
-    for (int32_t b = threadIdx.x; b < schedule.numBindings; b += kThreads) {
-      // The copy engine needs 16-byte aligned addresses: a buffer bound
-      // elsewhere gets no prefetch.
-      const uint64_t data = reinterpret_cast<uint64_t>(args.bindings[b].data);
-      sBindingData[b] = data % 16 == 0 ? data : 0;
-    }
+  for (int32_t b = threadIdx.x; b < schedule.numBindings; b += kThreads)
+    sBindings[b] = LoomTaskBinding{args.bindings[b].data,
+                                   {args.bindings[b].dims[0]}};
   if (leader) {
     if (kProfile && profile)
       sEntryNs = globalTimerNs();
@@ -493,7 +492,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     sWinPhase = 0;
     if (!dynamic && schedule.stride > kWindowWords)
       mbarrierInit(&sWindowBar, 1);
-    sPrefetcher = Prefetcher{sBindingData, schedule.prefetchBudget, 0, 0, 0};
+    sPrefetcher = Prefetcher{sBindings, schedule.prefetchBudget, 0, 0, 0};
   }
   __syncthreads();
   if (sSkip)
@@ -584,7 +583,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     }
     {
       const int32_t err =
-          runTask(h.function, h.tile, h.task, args, loomDynamicSmem);
+          runTask(h.function, h.tile, h.task, args, sBindings, loomDynamicSmem);
       if (err != 0)
         sError = err;
       // Ends the body: every thread's stores are ordered before the
@@ -626,11 +625,12 @@ leave:
 
 /// The worker loop; call it from the kernel with every thread of the block
 /// (blockDim.x == kThreads, one block per worker, gridDim.x == num_workers).
-/// `runTask(function, tile, task, args, smem)` is called by all threads of
-/// the block with the dynamic shared memory; it returns 0 or an error code
-/// (any non-zero value of any thread counts). kWindowWords: the shared
-/// window of records (>= schedule.maxRecordWords + 3); kBindings: the
-/// program's buffers (>= 1), whose addresses prefetches read.
+/// `runTask(function, tile, task, args, bindings, smem)` is called by all
+/// threads of the block with the loop's shared copy of the bindings and the
+/// dynamic shared memory; it returns 0 or an error code (any non-zero value
+/// of any thread counts). kWindowWords: the shared window of records
+/// (>= schedule.maxRecordWords + 3); kBindings: the program's buffers
+/// (>= 1), copied into shared memory at the start.
 template <int kThreads, int kWindowWords, int kBindings, typename RunTask>
 __device__ __forceinline__ void loomPersistentLoop(const LoomKernelArgs &args,
                                                    const EngineSchedule &s,

@@ -328,6 +328,15 @@ __device__ __forceinline__ void cpAsync16(void *smemDst, const void *src,
       : "memory");
 }
 
+/// A read-only 32-bit global load that stays where it is written: volatile,
+/// so the compiler neither sinks it to its use nor merges it, and a load
+/// issued a loop iteration ahead hides its latency behind that iteration.
+__device__ __forceinline__ int32_t ldgAhead(const int32_t *p) {
+  int32_t v;
+  asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
 __device__ __forceinline__ void cpAsyncCommit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }

@@ -102,12 +102,17 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   }
 
   const std::string extra = dialect.extraParams;
+  // Records mode: the loop hands the tasks its shared copy of the bindings.
+  const std::string bindingParam =
+      ", const " + dialect.bindingType + " *b";
   os << "\n" << spelling.runTaskQualifier << " int32_t runTask("
      << (spelling.records ? "int32_t function, int64_t tile, int32_t task"
                           : "int32_t task")
-     << ", const LoomKernelArgs &args" << extra << ") {\n"
-     << "  const LoomBinding *b = args.bindings;\n"
-     << "  char *ws = static_cast<char *>(args.workspace);\n";
+     << ", const LoomKernelArgs &args"
+     << (spelling.records ? bindingParam : "") << extra << ") {\n";
+  if (!spelling.records)
+    os << "  const LoomBinding *b = args.bindings;\n";
+  os << "  char *ws = static_cast<char *>(args.workspace);\n";
   if (!spelling.records)
     os << "  const int64_t tile = dTaskTile[task];\n"
        << "  const int32_t function = dTaskFunction[task];\n";
@@ -161,9 +166,10 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
        << ">(\n"
        << "      args, schedule,\n"
        << "      [](int32_t function, int32_t tile, int32_t task,\n"
-       << "         const LoomKernelArgs &a" << extra << ") {\n"
-       << "        return runTask(function, tile, task, a" << dialect.extraArgs
-       << ");\n"
+       << "         const LoomKernelArgs &a" << bindingParam << extra
+       << ") {\n"
+       << "        return runTask(function, tile, task, a, b"
+       << dialect.extraArgs << ");\n"
        << "      });\n"
        << "}\n";
   } else {
@@ -182,9 +188,12 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   // One worker block per SM / CU: give it all the shared memory a block may
   // have (the chip table's smem_per_block) less room for the loop's and the
   // bodies' static __shared__ variables (the records window and binding
-  // addresses too); every body fits in that.
+  // copies too); every body fits in that.
   const int64_t loopStatic =
-      spelling.records ? 4 * records.windowWords + 8 * numBindings : 0;
+      spelling.records
+          ? 4 * records.windowWords +
+                int64_t(sizeof(LoomTaskBinding)) * numBindings
+          : 0;
   info.dynamicSmemBytes = int(graph.getTarget().getSmemPerBlock() -
                               kStaticSmemReserve - loopStatic);
   info.prefetchBudget = records.prefetchBudget;

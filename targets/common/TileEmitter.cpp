@@ -141,7 +141,8 @@ public:
              "workspace\n// if binding < 0) plus `offset` bytes.\n"
           << "struct LoomAddressRef {\n  int32_t binding;\n  int64_t offset;\n};\n"
           << dialect.helperQualifier
-          << " char *loomAddress(const LoomBinding *b, char *ws, "
+          << " char *loomAddress(const " << dialect.bindingType
+          << " *b, char *ws, "
              "const LoomAddressRef &r) {\n"
              "  return (r.binding < 0 ? ws : (char *)b[r.binding].data) + "
              "r.offset;\n}\n\n";
@@ -164,7 +165,8 @@ public:
           out << "// " << op.getName().getStringRef() << " #" << id.getInt()
               << ", phase " << phase << "\n";
           out << dialect.qualifier << " int32_t " << tileFunctionName(id.getInt(), phase)
-              << "(int64_t tile, const LoomBinding *b, char *ws" << dialect.extraParams
+              << "(int64_t tile, const " << dialect.bindingType << " *b, char *ws"
+              << dialect.extraParams
               << ") {\n";
           out << "  (void)b; (void)ws;\n" << rt << "  (void)rt;\n" << body
               << "  return 0;\n}\n\n";
@@ -190,7 +192,8 @@ public:
         out << (i ? ", #" : " #") << opId;
       out << "\n"
           << dialect.qualifier << " int32_t " << sharedTileFunctionName(index)
-          << "(int64_t tile, const LoomBinding *b, char *ws, const LoomAddressRef *r"
+          << "(int64_t tile, const " << dialect.bindingType
+          << " *b, char *ws, const LoomAddressRef *r"
           << dialect.extraParams << ") {\n"
           << "  (void)b; (void)ws; (void)r;\n"
           << rt << "  (void)rt;\n"

@@ -40,6 +40,8 @@ struct TileDialect {
   bool shareFunctions = false;
   /// Qualifiers of the small helpers shared functions use (loomAddress).
   std::string helperQualifier = "static inline";
+  /// The type tile functions read bindings as (`.data`, `.dims[0]`).
+  std::string bindingType = "LoomBinding";
 };
 
 /// One buffer address a shared tile function takes: the data of binding
@@ -60,7 +62,7 @@ struct TileCall {
 /// (op id, phase) -> its call.
 using TileCalls = llvm::DenseMap<std::pair<int64_t, int64_t>, TileCall>;
 
-/// Writes `static int32_t op<N>_phase<P>(int64_t tile, const LoomBinding *b,
+/// Writes `static int32_t op<N>_phase<P>(int64_t tile, const <bindingType> *b,
 /// char *ws <extraParams>)` for every (layer op, phase) of a scheduled graph.
 /// With dialect.shareFunctions, writes LoomAddressRef and loomAddress(), then
 /// `tile<F>(int64_t tile, const LoomBinding *b, char *ws,

@@ -25,6 +25,7 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   // own register allocation pressure out of the others'.
   spelling.tiles = {"loom::sm90::", "__device__ __noinline__", ", char *smem",
                     ", smem", "<kThreads>", /*bodiesReturnStatus=*/true};
+  spelling.tiles.bindingType = "LoomTaskBinding";
   spelling.runTaskQualifier = "__device__";
   spelling.kernelBounds = "__launch_bounds__(kThreads, 1)";
   spelling.persistentLoop = "loom::nvidia::loomPersistentLoop";

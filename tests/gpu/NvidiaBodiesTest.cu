@@ -1352,7 +1352,8 @@ struct ToyRun {
   int32_t fan;
   /// The record's function is the task's kind, its tile the argument.
   __device__ int32_t operator()(int32_t kind, int32_t arg, int32_t task,
-                                const LoomKernelArgs &args, char *smem) const {
+                                const LoomKernelArgs &args, const LoomTaskBinding *,
+                                char *smem) const {
     const int t = threadIdx.x;
     // The loop's launch number: args.epoch, or (0) this worker's count.
     const int32_t epoch =

@@ -9,10 +9,13 @@
 // Split, tensor-core path (bf16/f16, Dc = 512, Dp = 64, 256 threads): a
 // piece's KV rows stream through shared memory in tiles of 64 tokens,
 // double-buffered with cp.async (zero-filled past the piece, so the unused
-// tail of a page is never read). All heads of the slot (a 16-row m-tile per
+// tail of a page is never read); a thread copies whole 128-byte runs of two
+// rows whose page ids it loaded a tile earlier (a power-of-two page size
+// costs a shift, no division). All heads of the slot (a 16-row m-tile per
 // pass) share each KV row, which is MLA's point:
 //   S = Q K^T   warp w scores tokens [8w, 8w+8) of the tile over 576 dims
-//               (mma.m16n8k16, A = Q from shared memory, B = K rows);
+//               (mma.m16n8k16, A = Q from shared memory, B = K rows; each
+//               step's fragments load while the previous step multiplies);
 //   softmax     online, base 2, one half-warp per head; P rounded to T;
 //   O += P V    warp w owns latent dims [64w, 64w+64) (B = V rows via
 //               ldmatrix.trans), fp32 accumulators in registers.
@@ -24,9 +27,10 @@
 // 4 * (Dc + Dp + 4H) B; mlaMergeSmemBytes(H, W) = 4 H (1 + W) B (8512 B at
 // H = 16, W = 132), at least mlaMergeMinSmemBytes(H) = 8 H B.
 //
-// Merge: a request's per-(head, piece) weights are computed once into shared
-// memory, then each thread sums 4 consecutive dims of a head over the pieces
-// with 16-byte loads and FMAs (no division or exp per element).
+// Merge: a warp per head reads a request's piece LSEs at once (lanes over
+// pieces) for the merged LSE and every piece's weight, into shared memory;
+// then each thread sums 4 consecutive dims of a head over the pieces with
+// 16-byte loads and FMAs (no division or exp per element).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_MLABODIES_CUH
@@ -53,9 +57,9 @@ template <typename T> using MlaParams = host::MlaParams<T>;
 // Workspace layout and slot arithmetic: kernels/common/MlaSlots.h, the one
 // copy host and devices share (re-exported for the emitted code and tests).
 using ::loom::kMlaMinSlotTokens;
-using ::loom::MlaSlots;
 using ::loom::mlaNumPieces;
 using ::loom::mlaPartialOFloats;
+using ::loom::MlaSlots;
 using ::loom::mlaSlots;
 using ::loom::mlaTotalTokens;
 using ::loom::mlaWorkspaceFloats;
@@ -78,7 +82,7 @@ constexpr int64_t kMlaSBytes = int64_t(kMlaHeads) * kMlaTile * 4;
 constexpr int64_t kMlaPBytes = int64_t(kMlaHeads) * kMlaPStride * 2;
 constexpr int64_t kMlaStatBytes = 3 * kMlaHeads * 4;
 constexpr int64_t kMlaSmemFast =
-    kMlaQBytes + 2 * kMlaKvBytes + kMlaSBytes + kMlaPBytes + kMlaStatBytes;
+    2 * kMlaQBytes + 2 * kMlaKvBytes + kMlaSBytes + kMlaPBytes + kMlaStatBytes;
 
 template <typename T>
 __device__ __forceinline__ uint32_t packPair(float lo, float hi) {
@@ -86,15 +90,173 @@ __device__ __forceinline__ uint32_t packPair(float lo, float hi) {
                                  : nv::packF16x2(lo, hi);
 }
 
+/// Where a piece's token lives in the cache: row = page * P + offset. A
+/// power-of-two page size (1 and 64 in practice) takes a shift and a mask,
+/// any other one division per row and tile.
+struct MlaPageMap {
+  const int32_t *pages; ///< the request's page ids (kv_indices + indptr[b])
+  int64_t size;         ///< P
+  int shift;            ///< log2(P) when P is a power of two, else -1
+
+  __device__ MlaPageMap(const int32_t *pages, int64_t size)
+      : pages(pages), size(size), shift(-1) {
+    if ((size & (size - 1)) == 0)
+      for (shift = 0; (int64_t(1) << shift) < size; ++shift) {
+      }
+  }
+  __device__ __forceinline__ int64_t pageIndex(int64_t tok) const {
+    return shift >= 0 ? tok >> shift : tok / size;
+  }
+  /// The cache row of `tok` given its page id (loaded ahead of time).
+  __device__ __forceinline__ int64_t row(int64_t tok, int32_t page) const {
+    const int64_t off = shift >= 0 ? (tok & (size - 1)) : tok % size;
+    return int64_t(page) * size + off;
+  }
+};
+
+/// One tile of a piece: S = Q K^T for the tile's `valid` tokens, the online
+/// softmax (fresh statistics when `first`), then O = alpha O + P V into the
+/// warp's accumulators. Starts after the barrier that made the tile and Q
+/// visible; ends with the one that frees the tile buffer, P and the stats.
+template <typename T>
+__device__ __forceinline__ void
+mlaTileStep(const T *sQ, const T *kv, int64_t valid, bool first, float scale2,
+            float *sS, T *sP, float *sM, float *sL, float *sAlpha,
+            float (&acc)[8][4]) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, q = lane & 3;
+
+  // S for tokens [8 warp, 8 warp + 8) over 576 dims: 18 steps of two
+  // k16 MMAs in two accumulator chains, each step's fragments loaded
+  // while the previous step multiplies.
+  {
+    float sc[4] = {0.f, 0.f, 0.f, 0.f}, sc1[4] = {0.f, 0.f, 0.f, 0.f};
+    const T *aBase = sQ + (lane & 15) * kMlaStride + (lane >> 4) * 8;
+    const T *bBase =
+        kv + (8 * warp + (lane & 7)) * kMlaStride + (lane >> 3) * 8;
+    constexpr int kSteps = kMlaRow / 32;
+    uint32_t a0[2][4], a1[2][4], bb[2][4];
+    nv::ldmatrixX4(bb[0], bBase);
+    nv::ldmatrixX4(a0[0], aBase);
+    nv::ldmatrixX4(a1[0], aBase + 16);
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const int cur = i & 1, nxt = cur ^ 1;
+      if (i + 1 < kSteps) {
+        nv::ldmatrixX4(bb[nxt], bBase + 32 * (i + 1));
+        nv::ldmatrixX4(a0[nxt], aBase + 32 * (i + 1));
+        nv::ldmatrixX4(a1[nxt], aBase + 32 * (i + 1) + 16);
+      }
+      nv::mma16816<T>(sc, a0[cur], bb[cur][0], bb[cur][1]);
+      nv::mma16816<T>(sc1, a1[cur], bb[cur][2], bb[cur][3]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      sc[e] += sc1[e];
+    const int tok = 8 * warp + 2 * q;
+    const float s0 = tok < valid ? sc[0] * scale2 : nv::kNegInf;
+    const float s1 = tok + 1 < valid ? sc[1] * scale2 : nv::kNegInf;
+    const float s2 = tok < valid ? sc[2] * scale2 : nv::kNegInf;
+    const float s3 = tok + 1 < valid ? sc[3] * scale2 : nv::kNegInf;
+    *reinterpret_cast<float2 *>(sS + g * kMlaTile + tok) = make_float2(s0, s1);
+    *reinterpret_cast<float2 *>(sS + (g + 8) * kMlaTile + tok) =
+        make_float2(s2, s3);
+  }
+  __syncthreads();
+
+  // Online softmax: head h = tid / 16, tokens 4j..4j+3 with j = tid % 16.
+  {
+    const int h = tid >> 4, j = tid & 15;
+    const float4 s4 =
+        *reinterpret_cast<const float4 *>(sS + h * kMlaTile + 4 * j);
+    float mx = fmaxf(fmaxf(s4.x, s4.y), fmaxf(s4.z, s4.w));
+#pragma unroll
+    for (int off = 8; off > 0; off /= 2)
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    const float mOld = first ? nv::kNegInf : sM[h];
+    const float lOld = first ? 0.f : sL[h];
+    const float mNew = fmaxf(mOld, mx); // finite: a tile has a valid token
+    const float alpha = nv::rescale2(mOld, mNew);
+    const float p0 = nv::fastExp2(s4.x - mNew), p1 = nv::fastExp2(s4.y - mNew);
+    const float p2 = nv::fastExp2(s4.z - mNew), p3 = nv::fastExp2(s4.w - mNew);
+    float sum = (p0 + p1) + (p2 + p3);
+#pragma unroll
+    for (int off = 8; off > 0; off /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    *reinterpret_cast<uint2 *>(sP + h * kMlaPStride + 4 * j) =
+        make_uint2(packPair<T>(p0, p1), packPair<T>(p2, p3));
+    __syncwarp(); // every lane has read sM/sL before lane 0 writes
+    if (j == 0) {
+      sM[h] = mNew;
+      sL[h] = lOld * alpha + sum;
+      sAlpha[h] = alpha;
+    }
+  }
+  __syncthreads();
+
+  // O = alpha O + P V over latent dims [64 warp, 64 warp + 64): per k16
+  // step, P's fragment and all four V fragments first, then 8 MMAs.
+  {
+    const float aLo = sAlpha[g], aHi = sAlpha[g + 8];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      acc[nt][0] *= aLo;
+      acc[nt][1] *= aLo;
+      acc[nt][2] *= aHi;
+      acc[nt][3] *= aHi;
+    }
+    const T *pBase = sP + (lane & 15) * kMlaPStride + (lane >> 4) * 8;
+    const T *vBase = kv + ((lane & 7) + ((lane >> 3) & 1) * 8) * kMlaStride +
+                     64 * warp + (lane >> 4) * 8;
+#pragma unroll
+    for (int kt = 0; kt < kMlaTile; kt += 16) {
+      uint32_t pa[4], vb[4][4];
+      nv::ldmatrixX4(pa, pBase + kt);
+#pragma unroll
+      for (int np = 0; np < 4; ++np)
+        nv::ldmatrixX4Trans(vb[np], vBase + kt * kMlaStride + 16 * np);
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        nv::mma16816<T>(acc[2 * np], pa, vb[np][0], vb[np][1]);
+        nv::mma16816<T>(acc[2 * np + 1], pa, vb[np][2], vb[np][3]);
+      }
+    }
+  }
+  __syncthreads(); // the tile buffer and P are free again
+}
+
+/// The piece's normalised rows of heads [hg, hg + nh) from the warp's
+/// accumulators, and their natural-log LSE, from the last tile's stats.
+template <typename T>
+__device__ __forceinline__ void
+mlaStorePiece(const float (&acc)[8][4], int64_t hg, int64_t nh, float *pieceO,
+              float *pieceLse, const float *sM, const float *sL) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  const float invLo = g < nh ? 1.f / sL[g] : 0.f;
+  const float invHi = g + 8 < nh ? 1.f / sL[g + 8] : 0.f;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const int d = 64 * warp + 8 * nt + 2 * q;
+    if (g < nh)
+      *reinterpret_cast<float2 *>(pieceO + (hg + g) * kMlaDc + d) =
+          make_float2(acc[nt][0] * invLo, acc[nt][1] * invLo);
+    if (g + 8 < nh)
+      *reinterpret_cast<float2 *>(pieceO + (hg + g + 8) * kMlaDc + d) =
+          make_float2(acc[nt][2] * invHi, acc[nt][3] * invHi);
+  }
+  if (tid < nh)
+    pieceLse[hg + tid] = (sM[tid] + log2f(sL[tid])) * nv::kLn2;
+}
+
 /// Tensor-core split of one piece: request b's local tokens [tokBegin,
 /// tokEnd), all heads, into the piece's partial_o rows and lse.
 template <typename T>
-__device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
+__device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
                                   int64_t tokBegin, int64_t tokEnd,
                                   float *pieceO, float *pieceLse, char *smem) {
   constexpr int kThreads = 256;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = lane >> 2, q = lane & 3;
+  const int tid = threadIdx.x;
   T *sQ = reinterpret_cast<T *>(smem);
   T *sKv = reinterpret_cast<T *>(smem + kMlaQBytes);
   float *sS = reinterpret_cast<float *>(smem + kMlaQBytes + 2 * kMlaKvBytes);
@@ -104,54 +266,78 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
   float *sL = sM + kMlaHeads;
   float *sAlpha = sL + kMlaHeads;
 
-  const int64_t H = p.numHeads, P = p.pageSize;
-  const int32_t *pages = p.kvIndices + p.kvIndptr[b];
+  // The operands in registers: `params` is the caller's (local-memory) copy.
+  const T *qNope = params.qNope, *qPe = params.qPe;
+  const T *ckv = params.ckvCache, *kpe = params.kpeCache;
+  const int64_t H = params.numHeads;
+  const MlaPageMap map(params.kvIndices + params.kvIndptr[b], params.pageSize);
   const int64_t len = tokEnd - tokBegin;
   const int64_t nTiles = ceilDiv(len, kMlaTile);
-  const float scale2 = p.smScale * nv::kLog2e;
+  const float scale2 = params.smScale * nv::kLog2e;
+  constexpr int kCkvChunks = kMlaDc / 8, kKpeChunks = kMlaDp / 8;
 
-  // Rows [r] of tile `it` into buffer `buf`; rows past the piece are zeros.
+  // The copy of a tile, 16-byte cp.async (zero-filled past the piece): 8
+  // threads a row, 128 contiguous bytes a row and instruction; thread
+  // (rowLane, rowBase) copies chunks rowLane + 8k of rows rowBase + 32 pass.
+  // (Bulk copies, two a row, measured no faster on the H200: the copies are
+  // not what limits this loop.)
+  constexpr int kRowThreads = 8;
+  constexpr int kRowsPerPass = kThreads / kRowThreads;
+  constexpr int kPasses = kMlaTile / kRowsPerPass;
+  static_assert(kCkvChunks % kRowThreads == 0 && kKpeChunks == kRowThreads,
+                "the copy assumes Dc = 512 and Dp = 64");
+  const int rowLane = tid % kRowThreads, rowBase = tid / kRowThreads;
+  // Page ids of this thread's rows of the next tile to issue: loaded one
+  // tile ahead by a volatile load, which the compiler keeps there.
+  int32_t page[kPasses];
+  auto loadPages = [&](int64_t it) {
+#pragma unroll
+    for (int ps = 0; ps < kPasses; ++ps) {
+      const int64_t t = it * kMlaTile + rowBase + ps * kRowsPerPass;
+      page[ps] =
+          nv::ldgAhead(map.pages + map.pageIndex(tokBegin + (t < len ? t : 0)));
+    }
+  };
+  // Rows of tile `it` into buffer `buf`, as one cp.async group.
   auto issueTile = [&](int64_t it, int buf) {
     T *dst = sKv + buf * kMlaTile * kMlaStride;
-    constexpr int kChunks = kMlaRow / 8; // 16-byte chunks per row
-    for (int c = tid; c < kMlaTile * kChunks; c += kThreads) {
-      const int r = c / kChunks, ch = c % kChunks;
+#pragma unroll
+    for (int ps = 0; ps < kPasses; ++ps) {
+      const int r = rowBase + ps * kRowsPerPass;
       const int64_t t = it * kMlaTile + r;
       const bool valid = t < len;
-      const T *src = p.ckvCache;
-      if (valid) {
-        const int64_t tok = tokBegin + t;
-        const int64_t row = int64_t(pages[tok / P]) * P + tok % P;
-        src = ch < kMlaDc / 8
-                  ? p.ckvCache + row * kMlaDc + ch * 8
-                  : p.kpeCache + row * kMlaDp + (ch - kMlaDc / 8) * 8;
-      }
-      nv::cpAsync16(dst + r * kMlaStride + ch * 8, src, valid);
+      const int64_t row = valid ? map.row(tokBegin + t, page[ps]) : 0;
+      const T *srcC = ckv + row * kMlaDc + rowLane * 8;
+      const T *srcP = kpe + row * kMlaDp + rowLane * 8;
+      T *d = dst + r * kMlaStride + rowLane * 8;
+#pragma unroll
+      for (int k = 0; k < kCkvChunks / kRowThreads; ++k)
+        nv::cpAsync16(d + k * kRowThreads * 8, srcC + k * kRowThreads * 8,
+                      valid);
+      nv::cpAsync16(d + kMlaDc, srcP, valid);
     }
+    nv::cpAsyncCommit();
   };
 
   for (int64_t hg = 0; hg < H; hg += kMlaHeads) {
     const int64_t nh = imin(kMlaHeads, H - hg);
-    // Q rows of this head group (zeros past H), in the first async group.
+    // Q rows of this head group (zeros past H), with tile 0's copies.
     for (int c = tid; c < kMlaHeads * (kMlaRow / 8); c += kThreads) {
       const int r = c / (kMlaRow / 8), ch = c % (kMlaRow / 8);
       T *dst = sQ + r * kMlaStride + ch * 8;
       if (r < nh) {
         const int64_t h = hg + r;
-        const T *src = ch < kMlaDc / 8 ? p.qNope + (b * H + h) * kMlaDc + ch * 8
-                                       : p.qPe + (b * H + h) * kMlaDp +
-                                             (ch - kMlaDc / 8) * 8;
+        const T *src = ch < kCkvChunks
+                           ? qNope + (b * H + h) * kMlaDc + ch * 8
+                           : qPe + (b * H + h) * kMlaDp + (ch - kCkvChunks) * 8;
         nv::cpAsync16(dst, src);
       } else {
         *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
       }
     }
-    if (tid < kMlaHeads) {
-      sM[tid] = nv::kNegInf;
-      sL[tid] = 0.f;
-    }
+    loadPages(0);
     issueTile(0, 0);
-    nv::cpAsyncCommit();
+    loadPages(1);
 
     float acc[8][4];
 #pragma unroll
@@ -161,120 +347,21 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &p, int64_t b,
         acc[nt][e] = 0.f;
 
     for (int64_t it = 0; it < nTiles; ++it) {
+      const int buf = int(it & 1);
       if (it + 1 < nTiles) {
-        issueTile(it + 1, int((it + 1) & 1));
-        nv::cpAsyncCommit();
+        issueTile(it + 1, buf ^ 1);
+        loadPages(it + 2);
         nv::cpAsyncWait<1>();
       } else {
         nv::cpAsyncWait<0>();
       }
       __syncthreads(); // tile `it` (and Q) visible to all
-      const T *kv = sKv + (it & 1) * kMlaTile * kMlaStride;
+      const T *kv = sKv + buf * kMlaTile * kMlaStride;
       const int64_t valid = imin(kMlaTile, len - it * kMlaTile);
-
-      // S for tokens [8 warp, 8 warp + 8): 36 k16 steps, two per iteration.
-      {
-        float sc[4] = {0.f, 0.f, 0.f, 0.f};
-        const T *aBase = sQ + (lane & 15) * kMlaStride + (lane >> 4) * 8;
-        const T *bBase =
-            kv + (8 * warp + (lane & 7)) * kMlaStride + (lane >> 3) * 8;
-#pragma unroll 2
-        for (int k = 0; k < kMlaRow; k += 32) {
-          uint32_t a0[4], a1[4], bb[4];
-          nv::ldmatrixX4(bb, bBase + k);
-          nv::ldmatrixX4(a0, aBase + k);
-          nv::ldmatrixX4(a1, aBase + k + 16);
-          nv::mma16816<T>(sc, a0, bb[0], bb[1]);
-          nv::mma16816<T>(sc, a1, bb[2], bb[3]);
-        }
-        const int tok = 8 * warp + 2 * q;
-        const float s0 = tok < valid ? sc[0] * scale2 : nv::kNegInf;
-        const float s1 = tok + 1 < valid ? sc[1] * scale2 : nv::kNegInf;
-        const float s2 = tok < valid ? sc[2] * scale2 : nv::kNegInf;
-        const float s3 = tok + 1 < valid ? sc[3] * scale2 : nv::kNegInf;
-        *reinterpret_cast<float2 *>(sS + g * kMlaTile + tok) =
-            make_float2(s0, s1);
-        *reinterpret_cast<float2 *>(sS + (g + 8) * kMlaTile + tok) =
-            make_float2(s2, s3);
-      }
-      __syncthreads();
-
-      // Online softmax: head h = tid / 16, tokens 4j..4j+3 with j = tid % 16.
-      {
-        const int h = tid >> 4, j = tid & 15;
-        const float4 s4 =
-            *reinterpret_cast<const float4 *>(sS + h * kMlaTile + 4 * j);
-        float mx = fmaxf(fmaxf(s4.x, s4.y), fmaxf(s4.z, s4.w));
-#pragma unroll
-        for (int off = 8; off > 0; off /= 2)
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-        const float mOld = sM[h], lOld = sL[h];
-        const float mNew = fmaxf(mOld, mx); // finite: a tile has a valid token
-        const float alpha = nv::rescale2(mOld, mNew);
-        const float p0 = nv::fastExp2(s4.x - mNew),
-                    p1 = nv::fastExp2(s4.y - mNew);
-        const float p2 = nv::fastExp2(s4.z - mNew),
-                    p3 = nv::fastExp2(s4.w - mNew);
-        float sum = (p0 + p1) + (p2 + p3);
-#pragma unroll
-        for (int off = 8; off > 0; off /= 2)
-          sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        *reinterpret_cast<uint2 *>(sP + h * kMlaPStride + 4 * j) =
-            make_uint2(packPair<T>(p0, p1), packPair<T>(p2, p3));
-        __syncwarp(); // every lane has read sM/sL before lane 0 writes
-        if (j == 0) {
-          sM[h] = mNew;
-          sL[h] = lOld * alpha + sum;
-          sAlpha[h] = alpha;
-        }
-      }
-      __syncthreads();
-
-      // O = alpha O + P V over latent dims [64 warp, 64 warp + 64).
-      {
-        const float aLo = sAlpha[g], aHi = sAlpha[g + 8];
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          acc[nt][0] *= aLo;
-          acc[nt][1] *= aLo;
-          acc[nt][2] *= aHi;
-          acc[nt][3] *= aHi;
-        }
-        const T *pBase = sP + (lane & 15) * kMlaPStride + (lane >> 4) * 8;
-        const T *vBase = kv +
-                         ((lane & 7) + ((lane >> 3) & 1) * 8) * kMlaStride +
-                         64 * warp + (lane >> 4) * 8;
-#pragma unroll
-        for (int kt = 0; kt < kMlaTile; kt += 16) {
-          uint32_t pa[4];
-          nv::ldmatrixX4(pa, pBase + kt);
-#pragma unroll
-          for (int np = 0; np < 4; ++np) {
-            uint32_t vb[4];
-            nv::ldmatrixX4Trans(vb, vBase + kt * kMlaStride + 16 * np);
-            nv::mma16816<T>(acc[2 * np], pa, vb[0], vb[1]);
-            nv::mma16816<T>(acc[2 * np + 1], pa, vb[2], vb[3]);
-          }
-        }
-      }
-      __syncthreads(); // the tile buffer and P are free again
+      mlaTileStep(sQ, kv, valid, it == 0, scale2, sS, sP, sM, sL, sAlpha, acc);
     }
 
-    // Normalise and store this head group's rows of the piece.
-    const float invLo = g < nh ? 1.f / sL[g] : 0.f;
-    const float invHi = g + 8 < nh ? 1.f / sL[g + 8] : 0.f;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int d = 64 * warp + 8 * nt + 2 * q;
-      if (g < nh)
-        *reinterpret_cast<float2 *>(pieceO + (hg + g) * kMlaDc + d) =
-            make_float2(acc[nt][0] * invLo, acc[nt][1] * invLo);
-      if (g + 8 < nh)
-        *reinterpret_cast<float2 *>(pieceO + (hg + g + 8) * kMlaDc + d) =
-            make_float2(acc[nt][2] * invHi, acc[nt][3] * invHi);
-    }
-    if (tid < nh)
-      pieceLse[hg + tid] = (sM[tid] + log2f(sL[tid])) * nv::kLn2;
+    mlaStorePiece<T>(acc, hg, nh, pieceO, pieceLse, sM, sL);
     __syncthreads(); // Q and the stats are rewritten by the next group
   }
 }
@@ -432,10 +519,9 @@ mlaSplitGenericSmemBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
 /// piece (slot, b) at piece index slot + b, nothing else (nothing at all
 /// when slot >= E). `minSlotTokens` must match the merge's.
 template <int kThreads, typename T>
-__device__ __noinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
-                            int64_t numSlots, float *partialO,
-                            float *partialLse, char *smem,
-                            int64_t minSlotTokens = kMlaMinSlotTokens) {
+__device__ __noinline__ int32_t mlaSplit(
+    const MlaParams<T> &p, int64_t slot, int64_t numSlots, float *partialO,
+    float *partialLse, char *smem, int64_t minSlotTokens = kMlaMinSlotTokens) {
   constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
   const bool fast = detail::mlaUseFastSplit<kThreads>(p);
   const int64_t used =
@@ -536,8 +622,9 @@ template <> struct MlaVec<1> {
 
 /// The weighted sum over pieces [first, first + span) of request b's o rows,
 /// kVec elements per thread and step (16-byte loads when kVec = 4). Weights
-/// come from sWeight[j * H + h], filled for chunks of `cap` pieces: one
-/// fill per request when span <= cap, else one per chunk and element batch.
+/// come from sWeight[j * H + h]: when span <= cap, mlaMergeLse has filled
+/// them; else they are filled here for chunks of `cap` pieces, one fill per
+/// chunk and element batch.
 /// H heads from the ones o, partialO and partialLse point at; a piece holds
 /// headStride heads.
 template <int kThreads, int kVec, typename T>
@@ -556,7 +643,7 @@ __device__ void mlaMergeSum(T *o, int64_t H, int64_t Dc, int64_t first,
   };
   const bool once = span <= cap;
   if (once)
-    fill(0, span);
+    __syncthreads(); // mlaMergeLse's weights are visible
   const int32_t nVec = int32_t(H * Dc / kVec), dcVec = int32_t(Dc / kVec);
   const int64_t pieceStride = headStride * Dc;
   for (int32_t v0 = 0; v0 < nVec; v0 += kThreads) {
@@ -580,6 +667,38 @@ __device__ void mlaMergeSum(T *o, int64_t H, int64_t Dc, int64_t first,
 #pragma unroll
       for (int k = 0; k < kVec; ++k)
         nv::stF(o, int64_t(v) * kVec + k, acc[k]);
+  }
+}
+
+/// The merged natural-log LSE of heads [0, nh) over pieces [first,
+/// first + span) into sLseNat (and lse, base 2), and with `fill` every
+/// piece's weight exp(lse_j - lse) into sWeight[j * nh + h]: a warp per
+/// head, its lanes over the pieces, so a request costs one round of loads
+/// whatever its span. A piece holds headStride heads.
+template <int kThreads>
+__device__ void mlaMergeLse(int64_t nh, int64_t first, int64_t span,
+                            const float *partialLse, int64_t headStride,
+                            float *lse, float *sLseNat, float *sWeight,
+                            bool fill) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int64_t h = warp; h < nh; h += kWarps) {
+    const float *in = partialLse + first * headStride + h;
+    float m = nv::kNegInf;
+    for (int64_t j = lane; j < span; j += 32)
+      m = fmaxf(m, in[j * headStride]);
+    m = nv::warpMax(m); // finite: every piece holds a token
+    float sum = 0.f;
+    for (int64_t j = lane; j < span; j += 32)
+      sum += expf(in[j * headStride] - m);
+    const float lseNat = m + logf(nv::warpSum(sum));
+    if (lane == 0) {
+      sLseNat[h] = lseNat;
+      lse[h] = lseNat / host::kMlaLn2;
+    }
+    if (fill)
+      for (int64_t j = lane; j < span; j += 32)
+        sWeight[j * nh + h] = expf(in[j * headStride] - lseNat);
   }
 }
 
@@ -607,18 +726,9 @@ __device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t h0,
   const int64_t span = last - first + 1;
   const float *lseIn = partialLse + h0;
   __syncthreads(); // the previous request's readers of sLseNat are done
-  for (int64_t h = threadIdx.x; h < nh; h += kThreads) {
-    float maxLse = nv::kNegInf;
-    for (int64_t j = first; j <= last; ++j)
-      maxLse = fmaxf(maxLse, lseIn[j * H + h]);
-    float sum = 0.f;
-    for (int64_t j = first; j <= last; ++j)
-      sum += expf(lseIn[j * H + h] - maxLse);
-    const float lseNat = maxLse + logf(sum);
-    sLseNat[h] = lseNat;
-    lse[h] = lseNat / host::kMlaLn2;
-  }
-  // (mlaMergeSum's first fill syncs before reading sLseNat.)
+  mlaMergeLse<kThreads>(nh, first, span, lseIn, H, lse, sLseNat, sWeight,
+                        span <= cap);
+  // (mlaMergeSum syncs before reading sLseNat and sWeight.)
   const float *oIn = partialO + h0 * Dc;
   if (Dc % 4 == 0 && nv::isAligned16(oIn))
     mlaMergeSum<kThreads, 4>(o, nh, Dc, first, span, cap, oIn, lseIn, sLseNat,
@@ -634,11 +744,10 @@ __device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t h0,
 /// units it owns (MlaMergeSplit); `numSlots` and `minSlotTokens` are
 /// phase 0's.
 template <int kThreads, typename T>
-__device__ __noinline__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
-                            int64_t numMergeTasks, int64_t numSlots,
-                            const float *partialO, const float *partialLse,
-                            char *smem,
-                            int64_t minSlotTokens = kMlaMinSlotTokens) {
+__device__ __noinline__ int32_t
+mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
+         int64_t numSlots, const float *partialO, const float *partialLse,
+         char *smem, int64_t minSlotTokens = kMlaMinSlotTokens) {
   constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
   int64_t have = nv::dynamicSmemBytes();
   if (have < mlaMergeMinSmemBytes(p.numHeads))
@@ -660,16 +769,15 @@ __device__ __noinline__ int32_t mlaMerge(const MlaParams<T> &p, int64_t task,
   const int64_t cap = have / (4 * p.numHeads) - 1;
   // Units (request, head group), MlaMergeSplit: a short batch still spreads
   // over the merge tasks.
-  const MlaMergeSplit split =
-      mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
+  const MlaMergeSplit split = mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
   if (sPrefix) {
     for (int64_t u = task; u < split.units(p.batch); u += numMergeTasks) {
       const int64_t b = u / split.chunks, c = u - b * split.chunks;
       const int64_t h0 = c * split.headsPer;
       detail::mlaMergeRequest<kThreads>(
           p, b, h0, imin(p.numHeads, h0 + split.headsPer), sPrefix[kScan + b],
-          sPrefix[kScan + b + 1], slots, partialO, partialLse, sLseNat,
-          sWeight, cap);
+          sPrefix[kScan + b + 1], slots, partialO, partialLse, sLseNat, sWeight,
+          cap);
     }
     return nv::kBodyOk;
   }
