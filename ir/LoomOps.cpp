@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/LoomOps.h"
+#include "kernels/common/BodyLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -68,6 +69,19 @@ public:
              << a.name << "' (" << x << ") must equal dimension "
              << (bi < 0 ? b.rank() + bi : bi) << " of '" << b.name << "' ("
              << y << ")";
+    return *this;
+  }
+
+  /// Dimension `i` of `a` is at most `max` (what every target's bodies run,
+  /// kernels/common/BodyLimits.h); `what` names it.
+  Checker &dimAtMost(const Buf &a, int64_t i, int64_t max, const char *what) {
+    if (!ok)
+      return *this;
+    int64_t x = a.dim(i);
+    if (!ShapedType::isDynamic(x) && x > max)
+      fail() << what << " (dimension " << i << " of '" << a.name << "', "
+             << x << ") must be at most " << max
+             << ", the largest the bodies run";
     return *this;
   }
 
@@ -299,7 +313,10 @@ LogicalResult MlaDecodeOp::verify() {
       .sameDim(ckv, 0, kpe, 0).sameDim(ckv, 1, kpe, 1)
       .sameDim(ckv, 2, qn, 2).sameDim(kpe, 2, qp, 2)
       .sameElementType(qn, ckv).sameElementType(qp, kpe)
-      .sameShape(qn, o).sameDim(lse, 0, qn, 0).sameDim(lse, 1, qn, 1);
+      .sameShape(qn, o).sameDim(lse, 0, qn, 0).sameDim(lse, 1, qn, 1)
+      .dimAtMost(qn, 1, ::loom::kMlaMaxHeads, "the number of heads")
+      .dimAtMost(qn, 2, ::loom::kMlaMaxDimCkv, "head_dim_ckv")
+      .dimAtMost(qp, 2, ::loom::kMlaMaxDimKpe, "head_dim_kpe");
   checkPageTable(c, qn, indptr, indices, lens);
   return c.positive(getSmScale().convertToDouble(), "sm_scale").result();
 }

@@ -42,6 +42,7 @@
 #ifndef LOOM_KERNELS_HOST_KDABODIES_H
 #define LOOM_KERNELS_HOST_KDABODIES_H
 
+#include "kernels/common/BodyLimits.h"
 #include "kernels/common/KdaChunks.h"
 #include "kernels/common/Numerics.h"
 
@@ -53,8 +54,9 @@
 namespace loom {
 namespace host {
 
-/// Largest chunk size the fixed stack scratch allows (the op uses 64 or 16).
-constexpr int64_t kKdaMaxChunk = 64;
+/// Largest chunk size the fixed stack scratch allows (kernels/common/
+/// BodyLimits.h, which loomc checks every spec and op against).
+using ::loom::kKdaMaxChunk;
 /// Phase 1 processes its V range in sub-blocks of this many columns so its
 /// per-chunk scratch (C x kKdaVSub floats) has a fixed size whatever V is.
 constexpr int64_t kKdaVSub = 64;

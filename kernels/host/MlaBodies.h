@@ -31,6 +31,7 @@
 #ifndef LOOM_KERNELS_HOST_MLABODIES_H
 #define LOOM_KERNELS_HOST_MLABODIES_H
 
+#include "kernels/common/BodyLimits.h"
 #include "kernels/common/MlaSlots.h"
 #include "kernels/common/Numerics.h"
 
@@ -43,11 +44,11 @@
 namespace loom {
 namespace host {
 
-/// Limits of the fixed stack scratch. Real sizes: H in {8, 16, 128},
-/// Dc = 512, Dp = 64. The code generator should check these at compile time.
-constexpr int64_t kMlaMaxHeads = 256;
-constexpr int64_t kMlaMaxDimCkv = 1024;
-constexpr int64_t kMlaMaxDimKpe = 256;
+/// Limits of the fixed stack scratch (kernels/common/BodyLimits.h, which
+/// loomc checks every spec and op against).
+using ::loom::kMlaMaxDimCkv;
+using ::loom::kMlaMaxDimKpe;
+using ::loom::kMlaMaxHeads;
 
 /// ln 2, to turn the natural-log lse into FlashInfer's base-2 lse.
 constexpr float kMlaLn2 = 0.693147180559945309f;

@@ -367,6 +367,22 @@ TEST(SpecValid, Names) {
 // Diagnostics: format and document-level problems
 //===----------------------------------------------------------------------===//
 
+// Shapes the bodies cannot run (kernels/common/BodyLimits.h) are the
+// spec's error, at the value, not an abort or a stack overflow at run time.
+TEST(SpecDiagnostics, MlaShapesPastTheBodiesLimits) {
+  EXPECT_EQ(errorsIn(replaced(kMla, "  num_heads: 16", "  num_heads: 512")),
+            Errors({"3:14: 'num_heads' must be in [1, 256], got 512"}));
+  EXPECT_EQ(errorsIn(kMla + "  head_dim_ckv: 2048\n"),
+            Errors({"8:17: 'head_dim_ckv' must be a multiple of 16 in "
+                    "[16, 1024], got 2048"}));
+  EXPECT_EQ(errorsIn(kMla + "  head_dim_kpe: 512\n"),
+            Errors({"8:17: 'head_dim_kpe' must be a multiple of 8 in "
+                    "[8, 256], got 512"}));
+  EXPECT_TRUE(errorsIn(replaced(kMla, "  num_heads: 16", "  num_heads: 256") +
+                       "  head_dim_ckv: 1024\n  head_dim_kpe: 256\n")
+                  .empty());
+}
+
 TEST(SpecDiagnostics, StrFormat) {
   Diagnostic d{"a/b.yaml", 3, 7, "boom"};
   EXPECT_EQ(d.str(), "a/b.yaml:3:7: error: boom");
@@ -652,11 +668,11 @@ TEST(SpecFamilyKeys, WrongEnumValue) {
 
 TEST(SpecRanges, PlainRange) {
   EXPECT_EQ(errorsIn(replaced(kMla, "  num_heads: 16", "  num_heads: 0")),
-            Errors({"3:14: 'num_heads' must be in [1, 1024], got 0"}));
+            Errors({"3:14: 'num_heads' must be in [1, 256], got 0"}));
   EXPECT_EQ(errorsIn(replaced(kMla, "  num_heads: 16", "  num_heads: -3")),
-            Errors({"3:14: 'num_heads' must be in [1, 1024], got -3"}));
-  EXPECT_EQ(errorsIn(replaced(kMla, "  num_heads: 16", "  num_heads: 1025")),
-            Errors({"3:14: 'num_heads' must be in [1, 1024], got 1025"}));
+            Errors({"3:14: 'num_heads' must be in [1, 256], got -3"}));
+  EXPECT_EQ(errorsIn(replaced(kMla, "  num_heads: 16", "  num_heads: 257")),
+            Errors({"3:14: 'num_heads' must be in [1, 256], got 257"}));
   EXPECT_EQ(errorsIn(replaced(kMla, "  max_batch: 8", "  max_batch: 65537")),
             Errors({"6:14: 'max_batch' must be in [1, 65536], got 65537"}));
   EXPECT_EQ(errorsIn(replaced(kKda, "  max_tokens: 1024",
@@ -675,10 +691,10 @@ TEST(SpecRanges, IntegerOverflowIsOutOfRange) {
 TEST(SpecRanges, Multiples) {
   EXPECT_EQ(errorsIn(kMla + "  head_dim_ckv: 520\n"),
             Errors({"8:17: 'head_dim_ckv' must be a multiple of 16 in "
-                    "[16, 4096], got 520"}));
+                    "[16, 1024], got 520"}));
   EXPECT_EQ(errorsIn(kMla + "  head_dim_kpe: 0\n"),
             Errors({"8:17: 'head_dim_kpe' must be a multiple of 8 in "
-                    "[8, 1024], got 0"}));
+                    "[8, 256], got 0"}));
   EXPECT_EQ(errorsIn(kKda + "  head_dim_v: 1024\n"),
             Errors({"7:15: 'head_dim_v' must be a multiple of 16 in "
                     "[16, 512], got 1024"}));

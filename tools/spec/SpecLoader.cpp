@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/spec/Spec.h"
 
+#include "kernels/common/BodyLimits.h"
 #include "targets/chips/ChipTable.h"
 
 #include <yaml-cpp/yaml.h>
@@ -597,10 +598,12 @@ void checkPagesCoverBatch(MapReader &r, bool bothValid, int64_t maxBatch,
 MlaDecodeSpec parseMlaDecode(MapReader &r) {
   using P = Presence;
   MlaDecodeSpec s;
-  r.readInt("num_heads", s.numHeads, P::Required, inRange(1, 1024));
+  // The largest shapes every target's bodies run (kernels/common/BodyLimits.h).
+  r.readInt("num_heads", s.numHeads, P::Required, inRange(1, kMlaMaxHeads));
   r.readInt("head_dim_ckv", s.headDimCkv, P::Optional,
-            multipleIn(16, 16, 4096));
-  r.readInt("head_dim_kpe", s.headDimKpe, P::Optional, multipleIn(8, 8, 1024));
+            multipleIn(16, 16, kMlaMaxDimCkv));
+  r.readInt("head_dim_kpe", s.headDimKpe, P::Optional,
+            multipleIn(8, 8, kMlaMaxDimKpe));
   r.readInt("page_size", s.pageSize, P::Required, powerOfTwoIn(1, 1024));
   r.readFloat("sm_scale", s.smScale, P::Required, positive());
   bool batch =

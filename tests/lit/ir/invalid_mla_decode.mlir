@@ -531,3 +531,66 @@ loom.graph @g target(#t) (
                       memref<3xi32>, memref<16xi32>, memref<2xi32>)
                   outs(%o, %lse : memref<2x4x16xbf16>, memref<2x4xf16>) {sm_scale = 0.25 : f32}
 }
+
+// -----
+
+// Shapes past what the bodies run (kernels/common/BodyLimits.h): 512 heads.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (
+    input %qn : memref<2x512x16xbf16>,
+    input %qp : memref<2x512x8xbf16>,
+    cache %ckv : memref<16x4x16xbf16>,
+    cache %kpe : memref<16x4x8xbf16>,
+    meta %indptr : memref<3xi32>,
+    meta %indices : memref<16xi32>,
+    meta %lens : memref<2xi32>,
+    output %o : memref<2x512x16xbf16>,
+    output %lse : memref<2x512xf32>) {
+  // expected-error @+1 {{'loom.mla_decode' op the number of heads (dimension 1 of 'q_nope', 512) must be at most 256, the largest the bodies run}}
+  loom.mla_decode ins(%qn, %qp, %ckv, %kpe, %indptr, %indices, %lens :
+                      memref<2x512x16xbf16>, memref<2x512x8xbf16>, memref<16x4x16xbf16>, memref<16x4x8xbf16>,
+                      memref<3xi32>, memref<16xi32>, memref<2xi32>)
+                  outs(%o, %lse : memref<2x512x16xbf16>, memref<2x512xf32>) {sm_scale = 0.25 : f32}
+}
+
+// -----
+
+// A 2048-wide latent.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (
+    input %qn : memref<2x4x2048xbf16>,
+    input %qp : memref<2x4x8xbf16>,
+    cache %ckv : memref<16x4x2048xbf16>,
+    cache %kpe : memref<16x4x8xbf16>,
+    meta %indptr : memref<3xi32>,
+    meta %indices : memref<16xi32>,
+    meta %lens : memref<2xi32>,
+    output %o : memref<2x4x2048xbf16>,
+    output %lse : memref<2x4xf32>) {
+  // expected-error @+1 {{'loom.mla_decode' op head_dim_ckv (dimension 2 of 'q_nope', 2048) must be at most 1024, the largest the bodies run}}
+  loom.mla_decode ins(%qn, %qp, %ckv, %kpe, %indptr, %indices, %lens :
+                      memref<2x4x2048xbf16>, memref<2x4x8xbf16>, memref<16x4x2048xbf16>, memref<16x4x8xbf16>,
+                      memref<3xi32>, memref<16xi32>, memref<2xi32>)
+                  outs(%o, %lse : memref<2x4x2048xbf16>, memref<2x4xf32>) {sm_scale = 0.25 : f32}
+}
+
+// -----
+
+// A 512-wide rope part.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (
+    input %qn : memref<2x4x16xbf16>,
+    input %qp : memref<2x4x512xbf16>,
+    cache %ckv : memref<16x4x16xbf16>,
+    cache %kpe : memref<16x4x512xbf16>,
+    meta %indptr : memref<3xi32>,
+    meta %indices : memref<16xi32>,
+    meta %lens : memref<2xi32>,
+    output %o : memref<2x4x16xbf16>,
+    output %lse : memref<2x4xf32>) {
+  // expected-error @+1 {{'loom.mla_decode' op head_dim_kpe (dimension 2 of 'q_pe', 512) must be at most 256, the largest the bodies run}}
+  loom.mla_decode ins(%qn, %qp, %ckv, %kpe, %indptr, %indices, %lens :
+                      memref<2x4x16xbf16>, memref<2x4x512xbf16>, memref<16x4x16xbf16>, memref<16x4x512xbf16>,
+                      memref<3xi32>, memref<16xi32>, memref<2xi32>)
+                  outs(%o, %lse : memref<2x4x16xbf16>, memref<2x4xf32>) {sm_scale = 0.25 : f32}
+}
