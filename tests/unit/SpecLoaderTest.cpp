@@ -383,6 +383,32 @@ TEST(SpecDiagnostics, MlaShapesPastTheBodiesLimits) {
                   .empty());
 }
 
+// Spec numbers become 32-bit float attributes: one that would round to
+// infinity or to zero there is out of range, not silently changed.
+TEST(SpecRanges, FloatsFitAThirtyTwoBitFloat) {
+  EXPECT_EQ(errorsIn(replaced(kMla, "  sm_scale: 0.1", "  sm_scale: 1e308")),
+            Errors({"5:13: 'sm_scale' must be within a 32-bit float's range, "
+                    "got 1e308"}));
+  EXPECT_EQ(errorsIn(replaced(kMla, "  sm_scale: 0.1", "  sm_scale: 1e-50")),
+            Errors({"5:13: 'sm_scale' must be within a 32-bit float's range, "
+                    "got 1e-50"}));
+  EXPECT_TRUE(
+      errorsIn(replaced(kMla, "  sm_scale: 0.1", "  sm_scale: 3e38")).empty());
+}
+
+// A mangled file gets the first 50 errors in file order and a count.
+TEST(SpecDiagnostics, ManyErrorsAreCapped) {
+  std::string text = kMla;
+  for (int i = 0; i < 120; ++i)
+    text += "  k" + std::to_string(i) + ": 1\n";
+  std::vector<std::string> errors = errorsIn(text);
+  ASSERT_EQ(errors.size(), 51u);
+  EXPECT_EQ(errors[0], "8:3: unknown key 'k0' in 'mla_decode'");
+  EXPECT_EQ(errors[49], "57:3: unknown key 'k49' in 'mla_decode'");
+  EXPECT_EQ(errors[50], "58:3: too many errors: 120 in all, the first 50 "
+                        "shown");
+}
+
 TEST(SpecDiagnostics, StrFormat) {
   Diagnostic d{"a/b.yaml", 3, 7, "boom"};
   EXPECT_EQ(d.str(), "a/b.yaml:3:7: error: boom");

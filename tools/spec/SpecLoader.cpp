@@ -27,6 +27,7 @@
 #include <cstring>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 namespace loom::spec {
@@ -53,14 +54,26 @@ public:
   /// Errors come from several passes over the tree (values, then cross-field
   /// checks, then unknown keys); present them in file order. The sort is
   /// stable so errors at one position keep the order they were found in.
+  /// At most kMaxErrors of them, then one that says how many were left out
+  /// (at the first one left out): a mangled file gets a readable report.
   std::vector<Diagnostic> take() {
     std::stable_sort(errors.begin(), errors.end(),
                      [](const Diagnostic &a, const Diagnostic &b) {
                        return std::tie(a.line, a.column) <
                               std::tie(b.line, b.column);
                      });
+    if (errors.size() > kMaxErrors) {
+      Diagnostic more = errors[kMaxErrors];
+      more.message = "too many errors: " + std::to_string(errors.size()) +
+                     " in all, the first " + std::to_string(kMaxErrors) +
+                     " shown";
+      errors.resize(kMaxErrors);
+      errors.push_back(std::move(more));
+    }
     return std::move(errors);
   }
+
+  static constexpr size_t kMaxErrors = 50;
 
 private:
   std::string file;
@@ -379,6 +392,12 @@ public:
       return wrongType(*entry, "a number");
     if (!rule.accepts(parsed))
       return outOfRange(*entry, rule.describe(), entry->value.Scalar());
+    // Every spec number becomes a 32-bit float attribute: one past its
+    // range would turn into infinity, one below its smallest into zero.
+    float rounded = static_cast<float>(parsed);
+    if (!std::isfinite(rounded) || (parsed != 0 && rounded == 0))
+      return outOfRange(*entry, "within a 32-bit float's range",
+                        entry->value.Scalar());
     out = parsed;
     return true;
   }
@@ -487,7 +506,7 @@ private:
         entry.ignored = true;
       } else {
         entry.name = entry.key.Scalar();
-        if (find(entry.name)) {
+        if (!byName.emplace(entry.name, entries.size()).second) {
           error(entry.key.Mark(), "duplicate key " + quoted(entry.name) + in());
           entry.ignored = true;
         }
@@ -502,21 +521,18 @@ private:
   }
 
   const Entry *find(const std::string &key) const {
-    for (const Entry &entry : entries)
-      if (!entry.ignored && entry.name == key)
-        return &entry;
-    return nullptr;
+    auto it = byName.find(key);
+    return it == byName.end() ? nullptr : &entries[it->second];
   }
 
   /// Looks `key` up, marks it known and consumed, and reports it missing if
   /// it is required.
   const Entry *take(const char *key, Presence presence) {
     known.push_back(key);
-    for (Entry &entry : entries) {
-      if (!entry.ignored && entry.name == key) {
-        entry.consumed = true;
-        return &entry;
-      }
+    if (auto it = byName.find(key); it != byName.end()) {
+      Entry &entry = entries[it->second];
+      entry.consumed = true;
+      return &entry;
     }
     if (presence == Presence::Required)
       error(mark(), "missing required key " + quoted(key) + in());
@@ -573,6 +589,9 @@ private:
   std::string section;
   DiagnosticSink &sink;
   std::vector<Entry> entries;
+  /// Index in `entries` of each key that is looked up (not the ignored
+  /// ones): a spec with many keys costs no quadratic search.
+  std::unordered_map<std::string, size_t> byName;
   std::vector<std::string> known; ///< schema keys asked for, in schema order
 };
 
