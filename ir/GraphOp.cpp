@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -129,6 +130,36 @@ static bool isIdentifier(StringRef name) {
 }
 
 /// The buffer a value views: follows `loom.slice` to its source.
+/// Bytes of `type` with a dynamic leading dimension taken at `bound`, or
+/// nullopt when the product overflows 64 bits.
+static std::optional<int64_t> checkedBytes(MemRefType type, int64_t bound) {
+  int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    int64_t dim = type.isDynamicDim(i) ? bound : type.getDimSize(i);
+    if (llvm::MulOverflow(bytes, dim, bytes))
+      return std::nullopt;
+  }
+  return bytes;
+}
+
+/// Fails `op` when a buffer of `type` (`what`) holds more than the compiler's
+/// cap (kMaxBufferBytes) or a size that overflows.
+static LogicalResult checkBufferSize(Operation *op, const Twine &what,
+                                     MemRefType type, int64_t bound) {
+  if (!type.getElementType().isIntOrFloat())
+    return success();
+  std::optional<int64_t> bytes = checkedBytes(type, bound);
+  if (bytes && *bytes <= kMaxBufferBytes)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError() << what << " (" << type << ")";
+  if (bytes)
+    diag << " holds " << *bytes << " bytes";
+  else
+    diag << " holds more bytes than 64 bits count";
+  return diag << ", more than the " << kMaxBufferBytes
+              << " (1 TiB) a buffer may hold";
+}
+
 static Value rootBuffer(Value value) {
   while (auto slice = value.getDefiningOp<SliceOp>())
     value = slice.getSource();
@@ -178,6 +209,10 @@ LogicalResult GraphOp::verifyRegions() {
       return emitOpError() << "meta argument '" << name
                            << "' must hold integers, got "
                            << type.getElementType();
+    std::optional<ArrayRef<int64_t>> bounds = getArgBounds();
+    if (failed(checkBufferSize(*this, "argument '" + name + "'", type,
+                               bounds ? (*bounds)[i] : 1)))
+      return failure();
   }
 
   llvm::DenseSet<Value> written;
@@ -185,6 +220,9 @@ LogicalResult GraphOp::verifyRegions() {
     if (op.getDialect() != (*this)->getDialect())
       return op.emitOpError()
              << "is not a loom op; a graph holds loom ops only";
+    if (auto alloc = dyn_cast<AllocOp>(op))
+      if (failed(checkBufferSize(alloc, "its buffer", alloc.getType(), 1)))
+        return failure();
     auto effects = dyn_cast<MemoryEffectOpInterface>(&op);
     if (!effects)
       continue;

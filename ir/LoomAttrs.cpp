@@ -31,8 +31,9 @@ TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!::loom::isKnownArch(arch.str()))
     return emitError() << "unknown target arch '" << arch
                        << "'; Loom emits for sm_90a, sm_100a, gfx950 and host";
-  if (workers <= 0)
-    return emitError() << "target 'workers' must be positive, got " << workers;
+  if (workers <= 0 || workers > kMaxWorkers)
+    return emitError() << "target 'workers' must be in [1, " << kMaxWorkers
+                       << "], got " << workers;
   if (lanes != 1 && lanes != 32 && lanes != 64)
     return emitError() << "target 'lanes' must be 1, 32 or 64, got " << lanes;
   if (smemPerBlock <= 0)

@@ -22,6 +22,15 @@ namespace mlir::loom {
 constexpr const char *kOpIdAttr = "loom.op_id";
 constexpr const char *kPartitionAttr = "loom.partition";
 
+/// The compiler's stated caps, far above any real program, so that a
+/// nonsense size is a clear error instead of an overflow or an exhausted
+/// memory: workers of a target (the largest chips have a few hundred SMs or
+/// CUs), bytes of one buffer (1 TiB), tasks of one graph (a 32-layer 8B
+/// decoder has about 65 thousand).
+constexpr int64_t kMaxWorkers = 4096;
+constexpr int64_t kMaxBufferBytes = int64_t(1) << 40;
+constexpr int64_t kMaxTasks = int64_t(1) << 20;
+
 /// The `#loom.target` for a row of the chip table.
 TargetAttr getTargetAttr(MLIRContext *context, const ::loom::ChipInfo &chip);
 

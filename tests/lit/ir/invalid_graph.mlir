@@ -274,3 +274,38 @@ loom.graph @g target(#t) (input %a : memref<?xbf16>, output %b : memref<?xbf16>)
 loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) attributes {arg_bounds = array<i64: 4, 0>} {
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
 }
+
+// -----
+
+// Buffers past the compiler's cap (kMaxBufferBytes, ir/LoomDialect.h: 1 TiB):
+// an argument, one with a dynamic leading dimension at its bound, an alloc,
+// and one whose size overflows 64 bits.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// expected-error @+1 {{'loom.graph' op argument 'c' ('memref<2147483647x4096xbf16>') holds 17592186036224 bytes, more than the 1099511627776 (1 TiB) a buffer may hold}}
+loom.graph @g target(#t) (input %a : memref<8xbf16>, cache %c : memref<2147483647x4096xbf16>, output %b : memref<8xbf16>) {
+  loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// expected-error @+1 {{'loom.graph' op argument 'a' ('memref<?x1073741824xbf16>') holds 2199023255552 bytes, more than the 1099511627776 (1 TiB) a buffer may hold}}
+loom.graph @g target(#t) (input %a : memref<?x1073741824xbf16>, output %b : memref<8xbf16>) attributes {arg_bounds = array<i64: 1024, 0>} {
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
+  // expected-error @+1 {{'loom.alloc' op its buffer ('memref<1099511627776xf32>') holds 4398046511104 bytes, more than the 1099511627776 (1 TiB) a buffer may hold}}
+  %h = loom.alloc : memref<1099511627776xf32>
+  loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// expected-error @+1 {{'loom.graph' op argument 'w' ('memref<4294967296x4294967296xbf16>') holds more bytes than 64 bits count, more than the 1099511627776 (1 TiB) a buffer may hold}}
+loom.graph @g target(#t) (input %a : memref<8xbf16>, weight %w : memref<4294967296x4294967296xbf16>, output %b : memref<8xbf16>) {
+  loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
+}

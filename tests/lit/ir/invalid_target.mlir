@@ -28,7 +28,7 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>)
 
 // -----
 
-// expected-error @+1 {{target 'workers' must be positive, got 0}}
+// expected-error @+1 {{target 'workers' must be in [1, 4096], got 0}}
 #t = #loom.target<name = "h200", arch = "sm_90a", workers = 0, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
 loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
@@ -36,7 +36,7 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>)
 
 // -----
 
-// expected-error @+1 {{target 'workers' must be positive, got -4}}
+// expected-error @+1 {{target 'workers' must be in [1, 4096], got -4}}
 #t = #loom.target<name = "h200", arch = "sm_90a", workers = -4, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
 loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
@@ -93,7 +93,16 @@ loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>)
 // -----
 
 // The target written inline in the graph, not through an alias.
-// expected-error @+1 {{target 'workers' must be positive, got 0}}
+// expected-error @+1 {{target 'workers' must be in [1, 4096], got 0}}
 loom.graph @g target(#loom.target<name = "h200", arch = "sm_90a", workers = 0, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
+  loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
+}
+
+// -----
+
+// More workers than the compiler's cap (kMaxWorkers, ir/LoomDialect.h).
+// expected-error @+1 {{target 'workers' must be in [1, 4096], got 100000000}}
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 100000000, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %a : memref<8xbf16>, output %b : memref<8xbf16>) {
   loom.add ins(%a, %a : memref<8xbf16>, memref<8xbf16>) outs(%b : memref<8xbf16>)
 }
