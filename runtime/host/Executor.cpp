@@ -2,6 +2,8 @@
 
 #include "runtime/host/Executor.h"
 
+#include "runtime/host/AbandonedWorkers.h"
+
 #include "runtime/host/LaunchState.h"
 
 #include <algorithm>
@@ -27,6 +29,10 @@ struct WorkerStart {
 void *workerEntry(void *arg) {
   std::unique_ptr<WorkerStart> start(static_cast<WorkerStart *>(arg));
   start->state->workerMain(start->worker);
+  // Abandoned (stopWorkers counted it before it could leave): the bound
+  // memory it might have read may go now.
+  if (start->state->abandoned.load(std::memory_order_acquire))
+    AbandonedWorkers::get().leave();
   return nullptr;
 }
 
@@ -114,6 +120,11 @@ void Executor::stopWorkers() {
     // Still active after synchronize gave up: a worker is inside a task body
     // that does not return. Joining would hang the process.
     abandon = s.active > 0;
+    if (abandon) {
+      // Counted before any of them can see `shutdown` and leave.
+      AbandonedWorkers::get().add(threads_.size());
+      s.abandoned.store(true, std::memory_order_release);
+    }
     s.shutdown = true;
     s.startCv.notify_all();
   }

@@ -2,6 +2,7 @@
 
 #include "runtime/host/HostDevice.h"
 
+#include "runtime/host/AbandonedWorkers.h"
 #include "runtime/host/Executor.h"
 #include "runtime/host/HostLibrary.h"
 #include "runtime/src/Program.h"
@@ -32,7 +33,7 @@ Status countHostDevices(int *count) {
 
 HostDevice::~HostDevice() {
   for (uintptr_t base : allocations_.live())
-    std::free(reinterpret_cast<void *>(base));
+    AbandonedWorkers::get().free(reinterpret_cast<void *>(base));
 }
 
 Status HostDevice::allocate(size_t bytes, void **out) {
@@ -50,7 +51,8 @@ Status HostDevice::release(void *ptr) {
   if (!allocations_.untrack(reinterpret_cast<uintptr_t>(ptr)))
     return makeError(LOOMRT_ERROR_INVALID_ARGUMENT, "host device: ", ptr,
                      " was not allocated by this device (or was freed)");
-  std::free(ptr);
+  // A worker abandoned inside a body may still read it.
+  AbandonedWorkers::get().free(ptr);
   return Status();
 }
 

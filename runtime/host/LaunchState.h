@@ -69,6 +69,10 @@ struct LaunchState {
   std::condition_variable doneCv;  // the last worker out signals this
   uint64_t generation = 0;         // bumped once per launch
   bool shutdown = false;
+  /// Set (under mu, with shutdown) when the threads are detached while one
+  /// is still inside a body: each thread then reports its exit to
+  /// AbandonedWorkers, which holds back frees until the last has left.
+  std::atomic<bool> abandoned{false};
   bool inFlight = false;
   int32_t active = 0; // workers still inside the launch
   uint64_t epoch = 0;

@@ -655,6 +655,59 @@ TEST(RuntimeHost, HangingTaskBodyIsReportedNotWaitedFor) {
   program.reset(); // must not hang, whether or not the body has returned
 }
 
+// A body abandoned by the watchdog reads its bound buffer after the caller,
+// told the launch failed, has freed it (and destroyed the device): the free
+// waits for the thread (AbandonedWorkers), so the body still finds its data.
+// Without that, the 4 MiB allocation goes back to the system and the read
+// faults.
+std::atomic<bool> releaseReader{false};
+std::atomic<int> readerResult{-1}; // -1: not done, 1: data intact, 0: not
+
+int32_t lateReaderTask(int32_t t, const LoomBinding *bindings, void *) {
+  if (t != 0)
+    return 0;
+  while (!releaseReader.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto *bytes = static_cast<const unsigned char *>(bindings[0].data);
+  bool intact = true;
+  for (size_t i = 0; i < (size_t(4) << 20); i += 4096)
+    intact = intact && bytes[i] == 0xAB;
+  readerResult = intact ? 1 : 0;
+  return 0;
+}
+
+TEST(RuntimeHost, AbandonedBodyOutlivesTheFreeOfItsBuffer) {
+  Table table;
+  table.name = "late";
+  table.numWorkers = 2;
+  table.needs = {1};
+  table.buffers = {bufferDesc("x", LOOM_ROLE_INPUT, LOOM_ELEM_F32, {1 << 20})};
+  table.run = lateReaderTask;
+  table.addTask("read#0[0]", 0, {}, {0});
+  table.addTask("after#1[0]", 1, {0}, {});
+  releaseReader = false;
+  readerResult = -1;
+  {
+    loomrt::Device device;
+    loomrt::Program program = device.fromDesc(table.desc());
+    loomrt::Memory memory = device.alloc(size_t(4) << 20);
+    device.fill(memory.get(), 0xAB, size_t(4) << 20);
+    int64_t dims[] = {1 << 20};
+    ASSERT_EQ(loomrt_program_bind_by_name(program.get(), "x", memory.get(),
+                                          dims, 1),
+              LOOMRT_SUCCESS);
+    program.setWatchdogMs(50);
+    ASSERT_EQ(loomrt_launch(program.get()), LOOMRT_SUCCESS);
+    EXPECT_EQ(loomrt_synchronize(program.get()), LOOMRT_ERROR_TIMEOUT);
+    program.reset();
+    memory.reset(); // the buffer the abandoned body is about to read
+  }                 // and the device
+  releaseReader = true;
+  for (int i = 0; i < 5000 && readerResult.load() < 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(readerResult.load(), 1);
+}
+
 //===----------------------------------------------------------------------===//
 // Buffers and bindings
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,53 @@
+//===- AbandonedWorkers.cpp - Memory that outlives abandoned workers ------===//
+
+#include "runtime/host/AbandonedWorkers.h"
+
+#include <cstdlib>
+
+namespace loom {
+namespace rt {
+
+AbandonedWorkers &AbandonedWorkers::get() {
+  static AbandonedWorkers *instance = new AbandonedWorkers();
+  return *instance;
+}
+
+void AbandonedWorkers::add(size_t threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  alive_ += threads;
+}
+
+void AbandonedWorkers::leave() {
+  std::vector<void *> release;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--alive_ == 0)
+      release.swap(deferred_);
+  }
+  for (void *ptr : release)
+    std::free(ptr);
+}
+
+void AbandonedWorkers::free(void *ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (alive_ != 0) {
+      deferred_.push_back(ptr);
+      return;
+    }
+  }
+  std::free(ptr);
+}
+
+size_t AbandonedWorkers::alive() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return alive_;
+}
+
+size_t AbandonedWorkers::deferred() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deferred_.size();
+}
+
+} // namespace rt
+} // namespace loom
