@@ -189,9 +189,6 @@ __device__ __forceinline__ uint32_t threadId() {
 __device__ __forceinline__ uint32_t blockId() {
   return __builtin_amdgcn_workgroup_id_x();
 }
-__device__ __forceinline__ uint32_t blockDimX() {
-  return __builtin_amdgcn_workgroup_size_x();
-}
 /// Number of workgroups: the HSA packet's grid size is in work-items.
 __device__ __forceinline__ uint32_t gridDimX() {
   return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
@@ -356,9 +353,6 @@ __device__ __forceinline__ float groupReduce(float v, Op op) {
 
 __device__ __forceinline__ float waveSum(float v) {
   return groupReduce<64>(v, SumOp{});
-}
-__device__ __forceinline__ float waveMax(float v) {
-  return groupReduce<64>(v, MaxOp{});
 }
 /// Sum / max over the 16 lanes of a DPP row (lanes 16r .. 16r+15).
 __device__ __forceinline__ float rowSum16(float v) {

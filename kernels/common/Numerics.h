@@ -105,9 +105,6 @@ inline void store(bf16 *p, int64_t i, float v) { p[i] = toBf16(v); }
 inline void store(f16 *p, int64_t i, float v) { p[i] = toF16(v); }
 inline void store(float *p, int64_t i, float v) { p[i] = v; }
 
-/// Rounds through a storage type: what a value becomes once stored.
-inline float roundBf16(float v) { return toFloat(toBf16(v)); }
-
 } // namespace loom
 
 #endif // LOOM_KERNELS_COMMON_NUMERICS_H
