@@ -75,13 +75,6 @@ constexpr uint64_t kCheckCycles = 1ull << 22;
 constexpr int kSpinPolls = 4;
 constexpr int kMaxSleepLevel = 4;
 
-#ifndef LOOM_STATUS_EVERY_TASK
-/// 1: thread 0 also publishes (task, event = -1) before every body, so a
-/// body that never returns shows in the status (one posted PCIe write per
-/// task).
-#define LOOM_STATUS_EVERY_TASK 0
-#endif
-
 namespace detail {
 
 __device__ __forceinline__ void publishWait(LoomWorkerStatus *s, int32_t task,
@@ -235,10 +228,6 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
         }
         if (!wait)
           fenceAcquireAgent(); // buffer_inv sc1: producers' stores visible
-#if LOOM_STATUS_EVERY_TASK
-        if (!wait)
-          detail::publishWait(status, task, -1, 0, 0);
-#endif
       }
       st.task = task;
       st.wait = wait;

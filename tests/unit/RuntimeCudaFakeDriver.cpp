@@ -134,9 +134,8 @@ bool startsWith(const char *name, const char *prefix) {
 
 //--- The kernel ------------------------------------------------------------//
 
-/// One worker block, as kernels/nvidia/Interpreter.cuh runs it (with its
-/// default LOOM_STATUS_EVERY_TASK=0): a wait that is not already satisfied
-/// is published; bodies are not; a worker leaving a wait records -1 (abort
+/// One worker block, as kernels/nvidia/Interpreter.cuh runs it: a wait that
+/// is not already satisfied is published; bodies are not; a worker leaving a wait records -1 (abort
 /// flag) or -2 (its own timeout, and raises the flag); a failed body records
 /// (task, -1) and its code and raises the flag; a finished worker records
 /// task -1. Dynamic mode takes tickets from events[num_events].
