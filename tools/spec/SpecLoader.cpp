@@ -20,12 +20,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -785,8 +787,90 @@ void parseFamilies(MapReader &top, Spec &spec, DiagnosticSink &sink) {
 
 /// Checks one document; returns the spec it describes, which is only
 /// meaningful when the sink stayed empty.
+/// The position of a line that starts with ',' outside any flow collection,
+/// quoted scalar or block scalar, if there is one. yaml-cpp 0.7 loops
+/// forever (and allocates without end) on some such streams, e.g. a ','
+/// opening a document or following a top-level sequence or quoted scalar
+/// (the spec fuzzer's finds, tests/fuzz/spec-corpus), so they are refused
+/// before the parser sees them. Valid YAML could continue a plain scalar on
+/// such a line; no spec needs to.
+std::optional<YAML::Mark> lineOpeningWithComma(const std::string &text) {
+  int flowDepth = 0;
+  char quote = 0;             // ' or " while inside a quoted scalar
+  long blockScalarIndent = -1; // the lines of a | or > scalar are more indented
+  int line = 0;
+  for (size_t pos = 0; pos <= text.size(); ++line) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string_view row(text.data() + pos, end - pos);
+    pos = end + 1;
+    const size_t first = row.find_first_not_of(" \t\r");
+    const long indent = first == std::string_view::npos ? -1 : long(first);
+    if (blockScalarIndent >= 0) {
+      if (indent < 0 || indent > blockScalarIndent)
+        continue;
+      blockScalarIndent = -1;
+    }
+    if (indent < 0)
+      continue;
+    // A document marker starts a line of its own: `--- ,x` too.
+    size_t start = first;
+    if (!quote && flowDepth == 0 && first == 0 && row.size() > 3 &&
+        (row.substr(0, 3) == "---" || row.substr(0, 3) == "...") &&
+        (row[3] == ' ' || row[3] == '\t'))
+      start = std::min(row.size() - 1, row.find_first_not_of(" \t\r", 3));
+    if (!quote && flowDepth == 0 && (row[first] == ',' || row[start] == ',')) {
+      YAML::Mark mark;
+      mark.line = line;
+      mark.column = int(row[first] == ',' ? first : start);
+      return mark;
+    }
+    size_t last = std::string_view::npos; // last character outside comments
+    for (size_t i = first; i < row.size(); ++i) {
+      const char c = row[i];
+      if (quote) {
+        if (quote == '"' && c == '\\')
+          ++i;
+        else if (c == quote)
+          quote = 0; // '' inside '...' closes and reopens: same outcome
+        continue;
+      }
+      if (c == '#' && (i == 0 || row[i - 1] == ' ' || row[i - 1] == '\t'))
+        break;
+      // A quote opens a quoted scalar only where a scalar can start; in
+      // `don't` it is a plain character.
+      if ((c == '\'' || c == '"') &&
+          (i == first || std::strchr(" \t[{,", row[i - 1]) != nullptr))
+        quote = c;
+      else if (c == '[' || c == '{')
+        ++flowDepth;
+      else if ((c == ']' || c == '}') && flowDepth > 0)
+        --flowDepth;
+      if (c != ' ' && c != '\t' && c != '\r')
+        last = i;
+    }
+    // `key: |`, `- >-`, `|2`: a block scalar's header ends the line.
+    if (!quote && flowDepth == 0 && last != std::string_view::npos) {
+      size_t h = last;
+      while (h > first && (std::isdigit(static_cast<unsigned char>(row[h])) ||
+                           row[h] == '+' || row[h] == '-'))
+        --h;
+      if ((row[h] == '|' || row[h] == '>') &&
+          (h == first || row[h - 1] == ' ' || row[h - 1] == '\t'))
+        blockScalarIndent = indent;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Spec> parseDocument(const std::string &text,
                                   DiagnosticSink &sink) {
+  if (std::optional<YAML::Mark> comma = lineOpeningWithComma(text)) {
+    sink.error(*comma, "a line may start with ',' only inside a flow "
+                       "collection ([...] or {...})");
+    return std::nullopt;
+  }
   std::vector<YAML::Node> documents = YAML::LoadAll(text);
   if (documents.empty() || documents[0].IsNull()) {
     sink.error(YAML::Mark(),
