@@ -15,6 +15,7 @@
 #include "targets/nvidia/EmitCuda.h"
 #include "tools/frontend/BuildGraph.h"
 #include "tools/loomc/Toolchain.h"
+#include "tools/spec/HfConfig.h"
 #include "tools/spec/Spec.h"
 
 #include "mlir/IR/AsmState.h"
@@ -25,6 +26,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -34,12 +36,34 @@ using namespace llvm;
 
 namespace {
 
-enum class Emit { Graph, Scheduled, Source, Artifact };
+enum class Emit { Spec, Graph, Scheduled, Source, Artifact };
 
 cl::OptionCategory loomcCategory("loomc options");
 
-cl::opt<std::string> specPath(cl::Positional, cl::Required,
+cl::opt<std::string> specPath(cl::Positional, cl::Optional,
                               cl::desc("<spec.yaml>"), cl::cat(loomcCategory));
+
+// A spec made from a model's config.json instead of a spec file
+// (tools/spec/HfConfig.h): the deployment is what the config does not say.
+cl::opt<std::string> hfConfig(
+    "hf-config",
+    cl::desc("Make the spec from a Hugging Face config.json (llama, qwen3, "
+             "deepseek_v3) instead of reading <spec.yaml>"),
+    cl::value_desc("config.json"), cl::cat(loomcCategory));
+cl::opt<int64_t> hfTp("tp", cl::desc("--hf-config: tensor-parallel ranks "
+                                     "(MLA heads are split over them)"),
+                      cl::init(1), cl::cat(loomcCategory));
+cl::opt<int64_t> hfPageSize("page-size",
+                            cl::desc("--hf-config: tokens per KV page"),
+                            cl::init(0), cl::cat(loomcCategory));
+cl::opt<int64_t> hfMaxBatch("max-batch",
+                            cl::desc("--hf-config: most requests a launch takes"),
+                            cl::init(0), cl::cat(loomcCategory));
+cl::opt<int64_t> hfMaxPages("max-pages",
+                            cl::desc("--hf-config: pages of the KV cache pool"),
+                            cl::init(0), cl::cat(loomcCategory));
+cl::opt<std::string> hfName("name", cl::desc("--hf-config: the spec's name"),
+                            cl::cat(loomcCategory));
 
 cl::opt<std::string>
     targetName("target", cl::Required,
@@ -56,6 +80,8 @@ cl::opt<std::string> outputDir(
 cl::opt<Emit> emitKind(
     "emit", cl::desc("What to produce:"), cl::init(Emit::Graph),
     cl::values(
+        clEnumValN(Emit::Spec, "spec",
+                   "the spec --hf-config makes (.yaml), nothing compiled"),
         clEnumValN(Emit::Graph, "graph", "the loom.graph built from the spec (.mlir)"),
         clEnumValN(Emit::Scheduled, "scheduled",
                    "the graph after the Loom pipeline: tiles, events, worker "
@@ -291,7 +317,55 @@ int main(int argc, char **argv) {
   if (scheduleMode != "static" && scheduleMode != "dynamic")
     return fail("--schedule must be 'static' or 'dynamic', got '" + scheduleMode + "'");
 
-  loom::spec::LoadResult loaded = loom::spec::loadSpecFile(specPath);
+  if (specPath.empty() == hfConfig.empty())
+    return fail("give one spec: a <spec.yaml> or --hf-config=<config.json>");
+  if (hfConfig.empty() && emitKind == Emit::Spec)
+    return fail("--emit=spec prints the spec --hf-config makes");
+  loom::spec::LoadResult loaded;
+  if (!hfConfig.empty()) {
+    auto text = llvm::MemoryBuffer::getFile(hfConfig);
+    if (!text)
+      return fail("cannot read '" + hfConfig + "': " + text.getError().message());
+    loom::spec::HfSpecOptions options;
+    options.tp = hfTp;
+    if (hfPageSize > 0)
+      options.pageSize = hfPageSize;
+    if (hfMaxBatch > 0)
+      options.maxBatch = hfMaxBatch;
+    if (hfMaxPages > 0)
+      options.maxPages = hfMaxPages;
+    options.name = hfName;
+    loom::spec::HfSpecResult made = loom::spec::specFromHfConfig(
+        (*text)->getBuffer().str(), hfConfig, options);
+    for (const loom::spec::Diagnostic &diag : made.errors)
+      errs() << diag.str() << "\n";
+    if (!made.errors.empty())
+      return 1;
+    // The loader checks the made spec as it checks a file; its positions
+    // are the made spec's lines (--emit=spec shows them).
+    loaded = loom::spec::parseSpec(made.yaml, hfConfig + " (made spec)");
+    if (loaded.ok() && runProgram) {
+      // loom-run reads the spec from a file.
+      SmallString<256> path;
+      if (sys::fs::createTemporaryFile("loomc-hf", "yaml", path) ||
+          !writeAtomically(path, made.yaml))
+        return fail("cannot write the made spec to a temporary file");
+      specPath.setValue(std::string(path));
+    }
+    if (loaded.ok() && emitKind == Emit::Spec) {
+      if (outputDir.empty()) {
+        outs() << made.yaml;
+        return 0;
+      }
+      if (std::error_code ec = sys::fs::create_directories(outputDir))
+        return fail("cannot create '" + outputDir + "': " + ec.message());
+      SmallString<256> path(outputDir);
+      sys::path::append(path, loaded.spec->name + ".yaml");
+      return writeAtomically(path, made.yaml) ? 0 : 1;
+    }
+  } else {
+    loaded = loom::spec::loadSpecFile(specPath);
+  }
   if (!loaded.ok()) {
     for (const loom::spec::Diagnostic &diag : loaded.errors)
       errs() << diag.str() << "\n";
@@ -336,7 +410,8 @@ int main(int argc, char **argv) {
   context.getOrLoadDialect<mlir::loom::LoomDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module = loom::buildGraph(context, spec, *chip);
   if (!module)
-    return fail("the graph built from '" + specPath +
+    return fail("the graph built from '" +
+                (hfConfig.empty() ? specPath : hfConfig) +
                 "' does not verify (diagnostics above)");
 
   std::string stem = spec.name + "." + targetName;
