@@ -414,12 +414,24 @@ TEST(SpecDiagnostics, ManyErrorsAreCapped) {
 // tests/fuzz/spec-corpus): the loader refuses them first, at the comma.
 TEST(SpecDiagnostics, LineOpeningWithCommaIsRefused) {
   const std::string why =
-      "a line may start with ',' only inside a flow collection ([...] or "
-      "{...})";
+      "a ',' outside a flow collection ([...] or {...}) starts a line or "
+      "follows a complete node";
   EXPECT_EQ(errorsIn("\n, h"), Errors({"2:1: " + why}));
   EXPECT_EQ(errorsIn("- a\n, b"), Errors({"2:1: " + why}));
   EXPECT_EQ(errorsIn("--- ,x"), Errors({"1:5: " + why}));
   EXPECT_EQ(errorsIn("x: don't\n# c\n  , y"), Errors({"3:3: " + why}));
+  EXPECT_EQ(errorsIn("{\n  \"a\": 1\n },\n \"b\": 2\n}"),
+            Errors({"3:3: " + why}));
+  EXPECT_EQ(errorsIn("'x', y"), Errors({"1:4: " + why}));
+  // Control characters (yaml-cpp loops on some of those too).
+  EXPECT_EQ(errorsIn(std::string("name: t\0,,", 10)),
+            Errors({"1:8: a spec is text: control character 0x00 is not "
+                    "allowed"}));
+  // A plain scalar may hold commas.
+  EXPECT_TRUE(parseSpec(replaced(kMla, "name: t",
+                                 "name: t\ndescription: a, b, c"),
+                        "t.yaml")
+                  .ok());
   // Inside a flow collection, a quoted scalar or a block scalar it is text.
   EXPECT_TRUE(parseSpec(replaced(kMla, "name: t",
                                  "name: t\ndescription: |\n  , a"),

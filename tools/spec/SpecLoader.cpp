@@ -787,15 +787,16 @@ void parseFamilies(MapReader &top, Spec &spec, DiagnosticSink &sink) {
 
 /// Checks one document; returns the spec it describes, which is only
 /// meaningful when the sink stayed empty.
-/// The position of a line that starts with ',' outside any flow collection,
-/// quoted scalar or block scalar, if there is one. yaml-cpp 0.7 loops
-/// forever (and allocates without end) on some such streams, e.g. a ','
-/// opening a document or following a top-level sequence or quoted scalar
-/// (the spec fuzzer's finds, tests/fuzz/spec-corpus), so they are refused
-/// before the parser sees them. Valid YAML could continue a plain scalar on
-/// such a line; no spec needs to.
+/// The position of a ',' that starts a line outside any flow collection,
+/// quoted scalar or block scalar, or that follows a complete top-level flow
+/// collection or quoted scalar (`{...},`), if there is one. yaml-cpp 0.7
+/// loops forever (and allocates without end) on some such streams (the spec
+/// fuzzer's finds, tests/fuzz/spec-corpus), so they are refused before the
+/// parser sees them. Valid YAML could continue a plain scalar on a line
+/// that starts with ','; no spec needs to.
 std::optional<YAML::Mark> lineOpeningWithComma(const std::string &text) {
   int flowDepth = 0;
+  bool closed = false;        // the last token closed a top-level node
   char quote = 0;             // ' or " while inside a quoted scalar
   long blockScalarIndent = -1; // the lines of a | or > scalar are more indented
   int line = 0;
@@ -830,23 +831,44 @@ std::optional<YAML::Mark> lineOpeningWithComma(const std::string &text) {
     for (size_t i = first; i < row.size(); ++i) {
       const char c = row[i];
       if (quote) {
-        if (quote == '"' && c == '\\')
-          ++i;
-        else if (c == quote)
-          quote = 0; // '' inside '...' closes and reopens: same outcome
+        if ((quote == '"' && c == '\\') ||
+            (quote == '\'' && c == '\'' && i + 1 < row.size() &&
+             row[i + 1] == '\'')) {
+          ++i; // an escape: \x in "...", '' in '...'
+        } else if (c == quote) {
+          quote = 0;
+          closed = flowDepth == 0;
+        }
         continue;
       }
       if (c == '#' && (i == 0 || row[i - 1] == ' ' || row[i - 1] == '\t'))
         break;
-      // A quote opens a quoted scalar only where a scalar can start; in
-      // `don't` it is a plain character.
-      if ((c == '\'' || c == '"') &&
-          (i == first || std::strchr(" \t[{,", row[i - 1]) != nullptr))
+      // `{...},` or `'x',` at the top: a ',' that follows a complete node.
+      if (c == ',' && flowDepth == 0 && closed) {
+        YAML::Mark mark;
+        mark.line = line;
+        mark.column = int(i);
+        return mark;
+      }
+      if (c != ' ' && c != '\t' && c != '\r')
+        closed = false;
+      // Quotes and brackets open a node only where one can start (first on
+      // the line, after `: `, `- `, `? `, or inside a flow collection after
+      // `[`, `{`, `,`); in `don't` or `a[1]` they are plain characters.
+      bool nodeStart = i == first;
+      if (!nodeStart) {
+        size_t p = row.find_last_not_of(" \t", i - 1);
+        const bool spaced = p != i - 1;
+        nodeStart = p != std::string_view::npos &&
+                    ((flowDepth > 0 && std::strchr("[{,", row[p]) != nullptr) ||
+                     (spaced && std::strchr(":-?", row[p]) != nullptr));
+      }
+      if ((c == '\'' || c == '"') && nodeStart)
         quote = c;
-      else if (c == '[' || c == '{')
+      else if ((c == '[' || c == '{') && (nodeStart || flowDepth > 0))
         ++flowDepth;
       else if ((c == ']' || c == '}') && flowDepth > 0)
-        --flowDepth;
+        closed = --flowDepth == 0;
       if (c != ' ' && c != '\t' && c != '\r')
         last = i;
     }
@@ -864,11 +886,41 @@ std::optional<YAML::Mark> lineOpeningWithComma(const std::string &text) {
   return std::nullopt;
 }
 
+/// The position of the first control character YAML does not allow in a
+/// stream (C0 other than tab, line feed and carriage return, and DEL), if
+/// there is one: yaml-cpp 0.7 also loops forever on some of those.
+std::optional<std::pair<YAML::Mark, unsigned char>>
+controlCharacter(const std::string &text) {
+  YAML::Mark mark;
+  mark.line = 0;
+  mark.column = 0;
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
+      return std::make_pair(mark, c);
+    if (c == '\n') {
+      ++mark.line;
+      mark.column = 0;
+    } else {
+      ++mark.column;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Spec> parseDocument(const std::string &text,
                                   DiagnosticSink &sink) {
+  if (auto control = controlCharacter(text)) {
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02X", control->second);
+    sink.error(control->first, std::string("a spec is text: control "
+                                           "character ") +
+                                   code + " is not allowed");
+    return std::nullopt;
+  }
   if (std::optional<YAML::Mark> comma = lineOpeningWithComma(text)) {
-    sink.error(*comma, "a line may start with ',' only inside a flow "
-                       "collection ([...] or {...})");
+    sink.error(*comma, "a ',' outside a flow collection ([...] or {...}) "
+                       "starts a line or follows a complete node");
     return std::nullopt;
   }
   std::vector<YAML::Node> documents = YAML::LoadAll(text);
