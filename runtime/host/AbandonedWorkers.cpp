@@ -39,15 +39,5 @@ void AbandonedWorkers::free(void *ptr) {
   std::free(ptr);
 }
 
-size_t AbandonedWorkers::alive() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return alive_;
-}
-
-size_t AbandonedWorkers::deferred() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return deferred_.size();
-}
-
 } // namespace rt
 } // namespace loom

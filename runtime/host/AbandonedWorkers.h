@@ -31,12 +31,9 @@ public:
   void leave();
   /// std::free(ptr) now, or once no abandoned thread is left.
   void free(void *ptr);
-  /// Abandoned threads still alive, and frees waiting for them (tests).
-  size_t alive() const;
-  size_t deferred() const;
 
 private:
-  mutable std::mutex mu_;
+  std::mutex mu_;
   size_t alive_ = 0;
   std::vector<void *> deferred_;
 };

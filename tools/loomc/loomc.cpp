@@ -24,6 +24,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -232,6 +233,32 @@ const GpuBackend *gpuBackendFor(loom::Vendor vendor) {
   return nullptr;
 }
 
+/// The spec YAML --hf-config makes from its config.json and the deployment
+/// options (tools/spec/HfConfig.h); nullopt once its errors are printed.
+std::optional<std::string> makeHfSpec() {
+  auto text = llvm::MemoryBuffer::getFile(hfConfig);
+  if (!text) {
+    fail("cannot read '" + hfConfig + "': " + text.getError().message());
+    return std::nullopt;
+  }
+  loom::spec::HfSpecOptions options;
+  options.tp = hfTp;
+  if (hfPageSize > 0)
+    options.pageSize = hfPageSize;
+  if (hfMaxBatch > 0)
+    options.maxBatch = hfMaxBatch;
+  if (hfMaxPages > 0)
+    options.maxPages = hfMaxPages;
+  options.name = hfName;
+  loom::spec::HfSpecResult made = loom::spec::specFromHfConfig(
+      (*text)->getBuffer().str(), hfConfig, options);
+  for (const loom::spec::Diagnostic &diag : made.errors)
+    errs() << diag.str() << "\n";
+  if (!made.errors.empty())
+    return std::nullopt;
+  return made.yaml;
+}
+
 /// loom-run, installed beside loomc (it links the runtime and the oracles,
 /// not LLVM, so it also runs on GPU machines); "" if missing.
 std::string findRunner(const char *argv0) {
@@ -322,47 +349,15 @@ int main(int argc, char **argv) {
   if (hfConfig.empty() && emitKind == Emit::Spec)
     return fail("--emit=spec prints the spec --hf-config makes");
   loom::spec::LoadResult loaded;
+  std::string madeSpec; // --hf-config: the spec it made
   if (!hfConfig.empty()) {
-    auto text = llvm::MemoryBuffer::getFile(hfConfig);
-    if (!text)
-      return fail("cannot read '" + hfConfig + "': " + text.getError().message());
-    loom::spec::HfSpecOptions options;
-    options.tp = hfTp;
-    if (hfPageSize > 0)
-      options.pageSize = hfPageSize;
-    if (hfMaxBatch > 0)
-      options.maxBatch = hfMaxBatch;
-    if (hfMaxPages > 0)
-      options.maxPages = hfMaxPages;
-    options.name = hfName;
-    loom::spec::HfSpecResult made = loom::spec::specFromHfConfig(
-        (*text)->getBuffer().str(), hfConfig, options);
-    for (const loom::spec::Diagnostic &diag : made.errors)
-      errs() << diag.str() << "\n";
-    if (!made.errors.empty())
+    std::optional<std::string> made = makeHfSpec();
+    if (!made)
       return 1;
+    madeSpec = *made;
     // The loader checks the made spec as it checks a file; its positions
     // are the made spec's lines (--emit=spec shows them).
-    loaded = loom::spec::parseSpec(made.yaml, hfConfig + " (made spec)");
-    if (loaded.ok() && runProgram) {
-      // loom-run reads the spec from a file.
-      SmallString<256> path;
-      if (sys::fs::createTemporaryFile("loomc-hf", "yaml", path) ||
-          !writeAtomically(path, made.yaml))
-        return fail("cannot write the made spec to a temporary file");
-      specPath.setValue(std::string(path));
-    }
-    if (loaded.ok() && emitKind == Emit::Spec) {
-      if (outputDir.empty()) {
-        outs() << made.yaml;
-        return 0;
-      }
-      if (std::error_code ec = sys::fs::create_directories(outputDir))
-        return fail("cannot create '" + outputDir + "': " + ec.message());
-      SmallString<256> path(outputDir);
-      sys::path::append(path, loaded.spec->name + ".yaml");
-      return writeAtomically(path, made.yaml) ? 0 : 1;
-    }
+    loaded = loom::spec::parseSpec(madeSpec, hfConfig + " (made spec)");
   } else {
     loaded = loom::spec::loadSpecFile(specPath);
   }
@@ -370,6 +365,28 @@ int main(int argc, char **argv) {
     for (const loom::spec::Diagnostic &diag : loaded.errors)
       errs() << diag.str() << "\n";
     return 1;
+  }
+  if (emitKind == Emit::Spec) {
+    if (outputDir.empty()) {
+      outs() << madeSpec;
+      return 0;
+    }
+    if (std::error_code ec = sys::fs::create_directories(outputDir))
+      return fail("cannot create '" + outputDir + "': " + ec.message());
+    SmallString<256> path(outputDir);
+    sys::path::append(path, loaded.spec->name + ".yaml");
+    return writeAtomically(path, madeSpec) ? 0 : 1;
+  }
+  // loom-run reads the spec from a file: the made one goes to a temporary
+  // one, removed as loomc leaves.
+  std::optional<FileRemover> madeSpecFile;
+  if (!madeSpec.empty() && runProgram) {
+    SmallString<256> path;
+    if (sys::fs::createTemporaryFile("loomc-hf", "yaml", path) ||
+        !writeAtomically(path, madeSpec))
+      return fail("cannot write the made spec to a temporary file");
+    madeSpecFile.emplace(path);
+    specPath.setValue(std::string(path));
   }
   loom::spec::Spec spec = *loaded.spec;
   if (!spec.targets.empty() &&

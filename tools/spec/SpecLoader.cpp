@@ -794,7 +794,7 @@ void parseFamilies(MapReader &top, Spec &spec, DiagnosticSink &sink) {
 /// fuzzer's finds, tests/fuzz/spec-corpus), so they are refused before the
 /// parser sees them. Valid YAML could continue a plain scalar on a line
 /// that starts with ','; no spec needs to.
-std::optional<YAML::Mark> lineOpeningWithComma(const std::string &text) {
+std::optional<YAML::Mark> strayTopLevelComma(const std::string &text) {
   int flowDepth = 0;
   bool closed = false;        // the last token closed a top-level node
   char quote = 0;             // ' or " while inside a quoted scalar
@@ -910,6 +910,7 @@ controlCharacter(const std::string &text) {
 
 std::optional<Spec> parseDocument(const std::string &text,
                                   DiagnosticSink &sink) {
+  // What yaml-cpp 0.7 never returns from is refused before it sees it.
   if (auto control = controlCharacter(text)) {
     char code[8];
     std::snprintf(code, sizeof code, "0x%02X", control->second);
@@ -918,7 +919,7 @@ std::optional<Spec> parseDocument(const std::string &text,
                                    code + " is not allowed");
     return std::nullopt;
   }
-  if (std::optional<YAML::Mark> comma = lineOpeningWithComma(text)) {
+  if (std::optional<YAML::Mark> comma = strayTopLevelComma(text)) {
     sink.error(*comma, "a ',' outside a flow collection ([...] or {...}) "
                        "starts a line or follows a complete node");
     return std::nullopt;
