@@ -21,6 +21,10 @@ namespace mlir::loom {
 /// `loom.task`'s `op(...)` names) and its `#loom.partition` (tiles per phase).
 constexpr const char *kOpIdAttr = "loom.op_id";
 constexpr const char *kPartitionAttr = "loom.partition";
+/// What loom-derive-events puts on a layer op whose bodies keep their own
+/// counters (taskCounters in passes/TaskModel.h): [first, count], the ids of
+/// its `loom.event`s with needs(0), which no task waits on or triggers.
+constexpr const char *kCountersAttr = "loom.counters";
 
 /// The compiler's stated caps, far above any real program, so that a
 /// nonsense size is a clear error instead of an overflow or an exhausted

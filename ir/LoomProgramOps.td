@@ -49,7 +49,10 @@ def Loom_EventOp : Loom_Op<"event", [HasParent<"ProgramOp">]> {
   let summary = "A counter that `needs` triggers per launch";
   let description = [{
     Launch number e (1, 2, ...) waits until the counter reaches e * needs;
-    the counter only grows, so nothing is reset between launches.
+    the counter only grows, so nothing is reset between launches. An event
+    with `needs(0)` is a counter a layer op's bodies keep themselves (the
+    op's `loom.counters = [first, count]`, set by loom-derive-events): no
+    task waits on or triggers it, and the runtime resets it with the others.
   }];
   let arguments = (ins I64Attr:$id, I64Attr:$needs);
   let assemblyFormat = "$id `needs` `(` $needs `)` attr-dict";

@@ -28,6 +28,16 @@ DenseMap<int64_t, PartitionAttr> layerOps(Operation *graph) {
   return ops;
 }
 
+/// Whether event `id` is one of the counters a layer op's bodies keep
+/// (kCountersAttr = [first, count]).
+bool isBodyCounter(Operation *graph, int64_t id) {
+  for (Operation &op : graph->getRegion(0).front())
+    if (auto range = op.getAttrOfType<DenseI64ArrayAttr>(kCountersAttr))
+      if (range.size() == 2 && id >= range[0] && id < range[0] + range[1])
+        return true;
+  return false;
+}
+
 LogicalResult verifyTask(TaskOp task,
                          const DenseMap<int64_t, PartitionAttr> &ops) {
   // ODS hands I64Attr values back unsigned: read them as what they are.
@@ -74,9 +84,11 @@ LogicalResult ProgramOp::verify() {
       const int64_t id = event.getId(), needs = event.getNeeds();
       if (id < 0)
         return event.emitOpError() << "id must not be negative, got " << id;
-      if (needs < 1)
+      // needs(0): a counter a body keeps, which no task triggers.
+      if (needs < 0 || (needs == 0 && !isBodyCounter((*this)->getParentOp(), id)))
         return event.emitOpError()
-               << "needs must be at least 1 (an event is triggered), got "
+               << "needs must be at least 1 (an event is triggered) unless "
+                  "the event is one of a layer op's loom.counters, got "
                << needs;
     } else if (auto task = dyn_cast<TaskOp>(child)) {
       if (failed(verifyTask(task, ops)))

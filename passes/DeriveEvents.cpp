@@ -309,6 +309,23 @@ struct DeriveEventsPass
     for (auto [id, members] : llvm::enumerate(eventMembers))
       b.create<EventOp>(loc, b.getI64IntegerAttr(id),
                         b.getI64IntegerAttr(members.size()));
+    // Counters the bodies keep themselves: events that nothing waits on or
+    // triggers (needs 0), so the runtime allocates and resets them with
+    // the others.
+    int64_t nextEvent = eventMembers.size();
+    for (Operation &op : body) {
+      op.removeAttr(kCountersAttr);
+      auto partition = op.getAttrOfType<PartitionAttr>(kPartitionAttr);
+      if (!isLayerOp(&op) || !partition)
+        continue;
+      int64_t counters = taskCounters(&op, partition, bounds);
+      if (counters == 0)
+        continue;
+      op.setAttr(kCountersAttr, b.getDenseI64ArrayAttr({nextEvent, counters}));
+      for (int64_t i = 0; i < counters; ++i)
+        b.create<EventOp>(loc, b.getI64IntegerAttr(nextEvent++),
+                          b.getI64IntegerAttr(0));
+    }
     for (auto [id, task] : llvm::enumerate(tasks))
       b.create<TaskOp>(loc, b.getI64IntegerAttr(id),
                        b.getI64IntegerAttr(task.opId),

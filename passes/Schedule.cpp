@@ -5,7 +5,8 @@
 // worker that frees up first. Tasks are placed in an order where every task
 // comes after its producers, and each worker runs its tasks in that order,
 // so with all workers co-resident the earliest unfinished task can always
-// run: the schedule cannot deadlock.
+// run: the schedule cannot deadlock. Tasks whose bodies wait for each
+// other (coRunningTasks) are placed together, each on its own worker.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -111,24 +112,42 @@ struct SchedulePass : public mlir::loom::impl::LoomScheduleBase<SchedulePass> {
       if ((pending[t] = tasks[t].getWaits().size()) == 0)
         ready.push(t);
     int64_t workers = program.getWorkers();
+    // Co-running tasks (their bodies wait for each other) go out together,
+    // each to its own worker: the first of them to come up places all.
+    DenseMap<int64_t, int64_t> groupOf;
+    SmallVector<SmallVector<int64_t>> groups = coRunningTasks(program);
+    for (auto [g, members] : llvm::enumerate(groups)) {
+      if (int64_t(members.size()) > workers)
+        return program.emitOpError("op ")
+               << tasks[members.front()].getOp() << " has " << members.size()
+               << " tasks that must all run at once, but there are only "
+               << workers << " workers";
+      for (int64_t t : members) {
+        if (tasks[t].getWaits() != tasks[members.front()].getWaits())
+          return tasks[t].emitOpError("must run with task ")
+                 << members.front() << " but waits for other events";
+        groupOf[t] = g;
+      }
+    }
+    DenseSet<int64_t> placedGroups;
     using Slot = std::pair<int64_t, int64_t>; // (free at, worker)
     std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> free;
     for (int64_t w = 0; w < workers; ++w)
       free.push({0, w});
     SmallVector<SmallVector<int64_t>> lists(workers);
     SmallVector<int64_t> placed;
-    while (!ready.empty()) {
-      int64_t t = ready.top();
-      ready.pop();
-      int64_t earliest = 0;
-      for (int64_t e : tasks[t].getWaits())
-        earliest = std::max(earliest, eventDone[e]);
+    // Places t on the worker that frees up first; then its triggers.
+    SmallVector<Slot> taken;
+    auto place = [&](int64_t t, int64_t startAt) {
       auto [at, w] = free.top();
       free.pop();
-      int64_t finish = std::max(at, earliest) + tasks[t].getCost();
-      free.push({finish, w});
+      int64_t finish = std::max(at, startAt) + tasks[t].getCost();
+      taken.push_back({finish, w});
       lists[w].push_back(t);
       placed.push_back(t);
+      return finish;
+    };
+    auto release = [&](int64_t t, int64_t finish) {
       for (int64_t e : tasks[t].getTriggers()) {
         eventDone[e] = std::max(eventDone[e], finish);
         if (--remaining[e] == 0)
@@ -136,6 +155,28 @@ struct SchedulePass : public mlir::loom::impl::LoomScheduleBase<SchedulePass> {
             if (--pending[waiter] == 0)
               ready.push(waiter);
       }
+    };
+    while (!ready.empty()) {
+      int64_t t = ready.top();
+      ready.pop();
+      auto group = groupOf.find(t);
+      if (group != groupOf.end() && !placedGroups.insert(group->second).second)
+        continue; // placed with the first of its group
+      // A group's members wait for the same inputs (one phase of one op).
+      int64_t earliest = 0;
+      for (int64_t e : tasks[t].getWaits())
+        earliest = std::max(earliest, eventDone[e]);
+      SmallVector<int64_t> members{t};
+      if (group != groupOf.end())
+        members.assign(groups[group->second]);
+      SmallVector<int64_t> finishes;
+      taken.clear();
+      for (int64_t m : members)
+        finishes.push_back(place(m, earliest));
+      for (Slot s : taken)
+        free.push(s); // only now: each member on its own worker
+      for (auto [m, finish] : llvm::zip(members, finishes))
+        release(m, finish);
     }
 
     OpBuilder b(program.getContext());

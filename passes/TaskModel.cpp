@@ -1,5 +1,6 @@
 //===- TaskModel.cpp - Tiling, cost model and task regions per layer op ---===//
 #include "passes/TaskModel.h"
+#include "targets/chips/ChipTable.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -141,6 +142,16 @@ PartitionAttr partitionMla(MlaDecodeOp op, TargetAttr target,
   double bytes = tokens * (dc + dp) * elemBytes(op.getCkvCache());
   double flops = tokens * h * 2.0 * (2 * dc + dp);
   int64_t scratch = (slots + batch) * h * (dc + 1) * 4;
+  // NVIDIA's bodies merge in the same tasks (kernels/nvidia/sm90/
+  // MlaBodies.cuh, mlaDecode): no merge phase, no whole-phase event.
+  ::loom::Vendor vendor;
+  if (::loom::vendorOfArch(target.getArch().str(), vendor) &&
+      vendor == ::loom::Vendor::Nvidia)
+    return makePartition(
+        op->getContext(), {slots}, {slots, 0},
+        {costNs(target, bytes, flops) +
+         costNs(target, double(ceilDiv(batch, slots)) * 3 * h * dc * 4, 0)},
+        scratch);
   return makePartition(op->getContext(), {slots, merges}, {slots, merges},
                        {costNs(target, bytes, flops),
                         costNs(target, double(ceilDiv(batch, merges)) * 3 * h * dc * 4, 0)},
@@ -303,6 +314,30 @@ PartitionAttr mlir::loom::choosePartition(Operation *op, TargetAttr target,
       .Default([](Operation *) { return PartitionAttr(); });
 }
 
+int64_t mlir::loom::taskCounters(Operation *op, PartitionAttr partition,
+                                 const GraphBounds &bounds) {
+  auto mla = dyn_cast<MlaDecodeOp>(op);
+  if (!mla || partition.getTasks().size() != 1)
+    return 0;
+  return dimOf(mla.getQNope(), 0, bounds); // one per request
+}
+
+SmallVector<SmallVector<int64_t>>
+mlir::loom::coRunningTasks(ProgramOp program) {
+  DenseMap<int64_t, int64_t> groupOf; // op id -> index in `groups`
+  for (Operation &op : program->getParentOp()->getRegion(0).front())
+    if (op.hasAttr(kCountersAttr))
+      if (auto id = op.getAttrOfType<IntegerAttr>(kOpIdAttr))
+        groupOf.try_emplace(id.getInt(), groupOf.size());
+  SmallVector<SmallVector<int64_t>> groups(groupOf.size());
+  for (TaskOp task : program.getBodyBlock().getOps<TaskOp>()) {
+    auto it = groupOf.find(task.getOp());
+    if (it != groupOf.end())
+      groups[it->second].push_back(task.getId());
+  }
+  return groups;
+}
+
 void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
                                  int64_t tile, const GraphBounds &b,
                                  SmallVectorImpl<Access> &accesses) {
@@ -385,6 +420,7 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
         a.rows(o.getO(), true, req * hq + hk * group, req * hq + (hk + 1) * group);
       })
       .Case([&](MlaDecodeOp o) {
+        bool oneBody = p.getTasks().size() == 1;
         if (phase == 0) {
           // A slot's tokens depend on the runtime lengths: any request.
           for (Value v : {o.getQNope(), o.getQPe(), o.getCkvCache(),
@@ -392,7 +428,9 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
                           o.getKvLens()})
             a.whole(v, false);
           a.scratch(true);
-          return;
+          if (!oneBody)
+            return;
+          // One phase: a slot also writes (part of) any request's output.
         }
         // A merge task's units depend on the runtime batch: any row.
         a.whole(o.getKvLens(), false);

@@ -12,7 +12,9 @@
 //   gqa_decode:      [KV splits S]; phase 0: (request, KV head, split),
 //                    phase 1: merge per (request, KV head)
 //   mla_decode:      [work slots W, merge tasks M]; phase 0 balances the
-//                    runtime tokens over W slots, phase 1 merges per request
+//                    runtime tokens over W slots, phase 1 merges per request;
+//                    M = 0 (NVIDIA): one phase, the slots of a split
+//                    request merge it themselves (per-request counters)
 //   kda_prefill:     [intra tasks, scan tasks, V blocks]; phase 0: chunk-local
 //                    work balanced over the runtime chunks, phase 1: the
 //                    serial state scan per (sequence, head, V block)
@@ -77,6 +79,17 @@ PartitionAttr choosePartition(Operation *op, TargetAttr target,
 void getTaskAccesses(Operation *op, PartitionAttr partition, int64_t phase,
                      int64_t tile, const GraphBounds &bounds,
                      llvm::SmallVectorImpl<Access> &accesses);
+
+/// Counters the op's bodies keep for themselves (events with needs(0) that
+/// loom-derive-events allocates and marks with kCountersAttr): a one-phase
+/// mla_decode's per-request arrival counters; 0 for every other op.
+int64_t taskCounters(Operation *op, PartitionAttr partition,
+                     const GraphBounds &bounds);
+
+/// Tasks that must all be running at once, each on its own worker: those of
+/// an op whose bodies wait for each other through their own counters
+/// (kCountersAttr). One list per such op, task ids in program order.
+llvm::SmallVector<llvm::SmallVector<int64_t>> coRunningTasks(ProgramOp program);
 
 /// Bytes of a buffer type with dynamic dimensions at their bound.
 int64_t boundedBytes(MemRefType type, const GraphBounds &bounds);

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/TaskModel.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -112,10 +113,32 @@ struct VerifySchedulePass
                              const DenseMap<int64_t, TaskOp> &tasks,
                              const DenseMap<int64_t, int64_t> &needs) {
     SmallVector<int64_t> worker_ids;
-    for (WorkerOp w : block.getOps<WorkerOp>())
+    DenseMap<int64_t, size_t> listIndex; // worker id -> its list in `lists`
+    for (WorkerOp w : block.getOps<WorkerOp>()) {
+      listIndex[w.getId()] = worker_ids.size();
       worker_ids.push_back(w.getId());
+    }
     DenseMap<int64_t, int64_t> counts;
     SmallVector<size_t> head(lists.size(), 0);
+    // Co-running tasks wait for each other in their bodies: one runs only
+    // when all are at the heads of their (distinct) workers' lists.
+    SmallVector<SmallVector<int64_t>> groups = coRunningTasks(program);
+    DenseMap<int64_t, int64_t> groupOf;
+    for (auto [g, members] : llvm::enumerate(groups))
+      for (int64_t t : members) {
+        groupOf[t] = g;
+        for (int64_t other : members)
+          if (other < t && workerOf.lookup(other) == workerOf.lookup(t))
+            return tasks.lookup(t).emitOpError("task ")
+                   << t << " must run at the same time as task " << other
+                   << " (their bodies wait for each other) but both are on "
+                      "worker "
+                   << workerOf.lookup(t);
+      }
+    auto atHead = [&](int64_t t) {
+      size_t w = listIndex.lookup(workerOf.lookup(t));
+      return head[w] < lists[w].size() && lists[w][head[w]] == t;
+    };
     bool progress = true;
     while (progress) {
       progress = false;
@@ -123,8 +146,23 @@ struct VerifySchedulePass
         int64_t blocked;
         while (head[w] < lists[w].size() &&
                canRun(tasks.lookup(lists[w][head[w]]), counts, needs, &blocked)) {
-          run(tasks.lookup(lists[w][head[w]]), counts);
-          ++head[w];
+          int64_t t = lists[w][head[w]];
+          auto group = groupOf.find(t);
+          if (group == groupOf.end()) {
+            run(tasks.lookup(t), counts);
+            ++head[w];
+            progress = true;
+            continue;
+          }
+          ArrayRef<int64_t> members = groups[group->second];
+          if (!llvm::all_of(members, [&](int64_t m) {
+                return atHead(m) && canRun(tasks.lookup(m), counts, needs, &blocked);
+              }))
+            break;
+          for (int64_t m : members) {
+            run(tasks.lookup(m), counts);
+            ++head[listIndex.lookup(workerOf.lookup(m))];
+          }
           progress = true;
         }
       }
@@ -153,7 +191,23 @@ struct VerifySchedulePass
     while (seen.insert(w).second) {
       TaskOp task = tasks.lookup(lists[w][head[w]]);
       int64_t event = -1;
-      canRun(task, counts, needs, &event);
+      if (canRun(task, counts, needs, &event)) {
+        // Its inputs are there: it waits for a co-running task that is
+        // not at the head of its worker's list.
+        auto &members = groups[groupOf.lookup(task.getId())];
+        const int64_t *late =
+            llvm::find_if(members, [&](int64_t m) { return !atHead(m); });
+        if (late == members.end()) // all at their heads: one lacks an input
+          late = llvm::find_if(members, [&](int64_t m) {
+            int64_t e;
+            return !canRun(tasks.lookup(m), counts, needs, &e);
+          });
+        diag << " worker " << worker_ids[w] << " waits at task " << task.getId()
+             << " for task " << *late << " (their bodies wait for each other) on worker "
+             << workerOf.lookup(*late) << ";";
+        w = listIndex.lookup(workerOf.lookup(*late));
+        continue;
+      }
       int64_t producer = -1;
       for (auto &[id, entry] : tasks)
         if (TaskOp candidate = entry;

@@ -38,6 +38,25 @@ namespace loom {
 /// merge. (The H200 figures behind the choice: bench/results/h200.)
 constexpr int64_t kMlaMinSlotTokens = 32;
 
+/// The fixed cost of a piece, in tokens, for the one-phase bodies that
+/// place it on the slots' line: there request b's tokens are preceded by a
+/// gap of this many positions (mlaLineStart), so a slot whose share is
+/// mostly fixed cost takes fewer pieces, and a short request lands in one
+/// slot instead of sharing two with its neighbours. A piece's fixed cost
+/// (its page ids, Q rows and first tile in flight, one after the other;
+/// its output or partial written) is about one tile of 64 tokens.
+constexpr int64_t kMlaPieceTokens = 64;
+
+/// Where request b's tokens start on the slots' line: `tokensBefore` tokens
+/// of the earlier requests and a gap of `gap` positions before each request
+/// (gap = 0: the line is the tokens laid end to end). The line holds
+/// total + batch x gap positions; a slot's positions that fall in a gap are
+/// no work.
+LOOM_HOST_DEVICE inline int64_t mlaLineStart(int64_t tokensBefore, int64_t b,
+                                             int64_t gap) {
+  return tokensBefore + (b + 1) * gap;
+}
+
 //===----------------------------------------------------------------------===//
 // Workspace: partial_o [pieces][H][Dc] then partial_lse [pieces][H]
 //===----------------------------------------------------------------------===//

@@ -105,6 +105,18 @@ fetchAddRelaxedGpu(unsigned long long *p, unsigned long long v) {
   return old;
 }
 
+/// Release fetch-add: an arrival that publishes the caller's earlier stores
+/// and tells it how many arrived before.
+__device__ __forceinline__ unsigned long long
+fetchAddReleaseGpu(unsigned long long *p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.release.gpu.global.add.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
+
 /// Relaxed device-scope store: the control words.
 __device__ __forceinline__ void storeRelaxedGpu(unsigned long long *p,
                                                 unsigned long long v) {

@@ -43,6 +43,9 @@ constexpr int32_t kBodyOk = 0;
 constexpr int32_t kBodyBadIndex = 1;
 /// The launch gave less dynamic shared memory than the body needs.
 constexpr int32_t kBodySmemTooSmall = 2;
+/// A body's own wait for other workers (the MLA pieces of a request) ran
+/// past its bound: a worker it waited for failed or never came.
+constexpr int32_t kBodyWaitTimedOut = 3;
 
 //===----------------------------------------------------------------------===//
 // Small integer helpers usable on both sides (std::min is host-only without

@@ -36,6 +36,15 @@ bool isKnownArch(const std::string &arch) {
   return false;
 }
 
+bool vendorOfArch(const std::string &arch, Vendor &vendor) {
+  for (const ChipInfo &chip : chipTable())
+    if (arch == chip.arch) {
+      vendor = chip.vendor;
+      return true;
+    }
+  return false;
+}
+
 std::string knownChipNames() {
   std::string names;
   for (const ChipInfo &chip : chipTable()) {

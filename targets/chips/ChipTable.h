@@ -40,6 +40,10 @@ const ChipInfo *findChip(const std::string &name);
 /// True if `arch` is the architecture of some known chip.
 bool isKnownArch(const std::string &arch);
 
+/// The vendor whose code objects `arch` names (sm_90a: Nvidia); false when
+/// no chip has that arch.
+bool vendorOfArch(const std::string &arch, Vendor &vendor);
+
 /// "h100, h200, b200, mi350x, host" — for error messages and --help.
 std::string knownChipNames();
 

@@ -113,6 +113,7 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   if (!spelling.records)
     os << "  const LoomBinding *b = args.bindings;\n";
   os << "  char *ws = static_cast<char *>(args.workspace);\n";
+  const char *events = dialect.passEvents ? ", args.events" : "";
   if (!spelling.records)
     os << "  const int64_t tile = dTaskTile[task];\n"
        << "  const int32_t function = dTaskFunction[task];\n";
@@ -124,7 +125,7 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
        << "  switch (function) {\n";
     for (int64_t index = 0; index < numShared; ++index)
       os << "  case " << index << ": return " << sharedTileFunctionName(index)
-         << "(tile, b, ws, r" << dialect.extraArgs << ");\n";
+         << "(tile, b, ws, r" << dialect.extraArgs << events << ");\n";
   } else {
     if (spelling.records)
       os << "  (void)task;\n";
@@ -132,7 +133,7 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
     for (auto [index, key] : llvm::enumerate(functions))
       os << "  case " << index << ": return "
          << tileFunctionName(key.first, key.second) << "(tile, b, ws"
-         << dialect.extraArgs << ");\n";
+         << dialect.extraArgs << events << ");\n";
   }
   os << "  }\n  return -1; // no such task\n}\n\n} // namespace\n\n";
 

@@ -70,6 +70,10 @@ public:
   const char *endCall() const {
     return dialect.bodiesReturnStatus ? ") return e" : "";
   }
+  /// The event counters parameter of tile functions (TileDialect::passEvents).
+  const char *eventsParam() const {
+    return dialect.passEvents ? ", unsigned long long *events" : "";
+  }
 
   std::string scratch(Operation *op) {
     auto offset = op->getAttrOfType<IntegerAttr>(kScratchOffsetAttr);
@@ -166,9 +170,9 @@ public:
               << ", phase " << phase << "\n";
           out << dialect.qualifier << " int32_t " << tileFunctionName(id.getInt(), phase)
               << "(int64_t tile, const " << dialect.bindingType << " *b, char *ws"
-              << dialect.extraParams
+              << dialect.extraParams << eventsParam()
               << ") {\n";
-          out << "  (void)b; (void)ws;\n" << rt << "  (void)rt;\n" << body
+          out << "  (void)b; (void)ws;\n" << (dialect.passEvents ? "  (void)events;\n" : "") << rt << "  (void)rt;\n" << body
               << "  return 0;\n}\n\n";
           continue;
         }
@@ -194,8 +198,9 @@ public:
           << dialect.qualifier << " int32_t " << sharedTileFunctionName(index)
           << "(int64_t tile, const " << dialect.bindingType
           << " *b, char *ws, const LoomAddressRef *r"
-          << dialect.extraParams << ") {\n"
+          << dialect.extraParams << eventsParam() << ") {\n"
           << "  (void)b; (void)ws; (void)r;\n"
+          << (dialect.passEvents ? "  (void)events;\n" : "")
           << rt << "  (void)rt;\n"
           << fn.text << "  return 0;\n}\n\n";
     }
@@ -319,7 +324,19 @@ public:
              // their LSEs (kernels' MLA workspace layout).
              << "  float *partialLse = partialO + " << (slots + maxB) * h * dc
              << "LL;\n";
-          if (phase == 0)
+          if (merges == 0) {
+            // One phase: the slots merge split requests themselves, with
+            // per-request counters among the launch's events.
+            auto counters = o->getAttrOfType<DenseI64ArrayAttr>(kCountersAttr);
+            if (!counters || !dialect.passEvents)
+              return LogicalResult(
+                  o.emitOpError("is partitioned into one phase, which needs ")
+                  << (counters ? "a target whose bodies take the event counters"
+                               : "its counters; run loom-derive-events first"));
+            os << "  " << call() << dialect.bodies << "mlaDecode" << dialect.bodyTemplate
+               << "(p, tile, " << slots << "LL, partialO, partialLse, events + "
+               << counters[0] << "LL" << dialect.extraArgs << ")" << endCall() << ";\n";
+          } else if (phase == 0)
             os << "  " << call() << dialect.bodies << "mlaSplit" << dialect.bodyTemplate << "(p, tile, " << slots << "LL, partialO, partialLse" << dialect.extraArgs << ")" << endCall() << ";\n";
           else
             os << "  " << call() << dialect.bodies << "mlaMerge" << dialect.bodyTemplate << "(p, tile, " << merges << "LL, " << slots

@@ -42,6 +42,10 @@ struct TileDialect {
   std::string helperQualifier = "static inline";
   /// The type tile functions read bindings as (`.data`, `.dims[0]`).
   std::string bindingType = "LoomBinding";
+  /// Tile functions also take the launch's event counters as `events`
+  /// (runTask passes args.events), for bodies that keep counters of their
+  /// own (kCountersAttr); false: no such body can be emitted.
+  bool passEvents = false;
 };
 
 /// One buffer address a shared tile function takes: the data of binding

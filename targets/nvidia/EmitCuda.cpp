@@ -26,6 +26,8 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   spelling.tiles = {"loom::sm90::", "__device__ __noinline__", ", char *smem",
                     ", smem", "<kThreads>", /*bodiesReturnStatus=*/true};
   spelling.tiles.bindingType = "LoomTaskBinding";
+  // One-phase MLA keeps per-request counters among the events.
+  spelling.tiles.passEvents = true;
   spelling.runTaskQualifier = "__device__";
   spelling.kernelBounds = "__launch_bounds__(kThreads, 1)";
   spelling.persistentLoop = "loom::nvidia::loomPersistentLoop";

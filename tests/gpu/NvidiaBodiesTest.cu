@@ -646,6 +646,19 @@ template <typename T> struct MlaMergeTile {
   }
 };
 
+/// One phase, what the emitted kernels call: the slots merge the requests
+/// they share, counting arrivals in `arrivals` (max_batch counters).
+template <typename T> struct MlaDecodeTile {
+  sm90::MlaParams<T> p;
+  int64_t slots;
+  float *partialO, *partialLse;
+  unsigned long long *arrivals;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    return sm90::mlaDecode<kThreads>(p, tile, slots, partialO, partialLse,
+                                     arrivals, smem);
+  }
+};
+
 /// minSlotTokens: the bodies' parameter (1 = every slot active, the most
 /// pieces per request); mergeSmem: the merge's shared memory (0: the full
 /// mlaMergeSmemBytes; less makes it recompute weights in chunks).
@@ -741,6 +754,26 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
                0);
   compare(name + " o", dout.get(), refO, 1e-2, 1e-2);
   compare(name + " lse", dlse.get(), refLse, 1e-3, 1e-4);
+
+  // One phase, launched twice on fresh poison: the arrival counters carry
+  // over from one launch to the next. All `slots` blocks must be resident
+  // together (one per SM here, as in the persistent kernel).
+  Dev<unsigned long long> arrivals(std::vector<unsigned long long>(maxB, 0));
+  for (int launch = 0; launch < 2; ++launch) {
+    Dev<T> dout1(poisonVec<T>(refO.size()));
+    Dev<float> dlse1(poisonVec<float>(refLse.size())),
+        dws1(poisonVec<float>(wsFloats));
+    sm90::MlaParams<T> dp1 = dp;
+    dp1.o = dout1.p;
+    dp1.lse = dlse1.p;
+    MlaDecodeTile<T> f2{dp1, slots, dws1.p, dws1.p + oFloats, arrivals.p};
+    expectStatus(name + " one phase",
+                 runTiles(f2, slots,
+                          std::max(smemSplit, sm90::mlaMergeMinSmemBytes(H))),
+                 0);
+    compare(name + " one phase o", dout1.get(), refO, 1e-2, 1e-2);
+    compare(name + " one phase lse", dlse1.get(), refLse, 1e-3, 1e-4);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,10 +1,18 @@
 //===- MlaBodies.cuh - Device task bodies for MLA paged decode ---*- CUDA
 //-*-===//
 //
-// Block-cooperative versions of kernels/host/MlaBodies.h: the same two phases
-// (split over W token slots, merge per request), the same slot arithmetic,
-// piece indices and workspace layout (partial_o [pieces][H][Dc] then
-// partial_lse [pieces][H], natural log), the same MlaParams.
+// Block-cooperative versions of kernels/host/MlaBodies.h: the same slot
+// arithmetic, piece indices and workspace layout (partial_o [pieces][H][Dc]
+// then partial_lse [pieces][H], natural log), the same MlaParams. What the
+// emitted kernels call is mlaDecode, one phase: each of the W slots splits
+// its share of the tokens and then merges its own slice of every request
+// it shares with other slots, once their pieces are in (per-request
+// arrival counters among the launch's events), so there is no merge phase
+// and no whole-phase event; a request that one slot covers is written
+// straight to o. Its slots cut a line on which every request's tokens
+// follow a gap of one piece's fixed cost (kMlaPieceTokens), so a short
+// request lands in one slot. mlaSplit and mlaMerge are the two-phase form
+// the host and gfx950 bodies keep (and the device self-check tests).
 //
 // Split, tensor-core path (bf16/f16, Dc = 512, Dp = 64, 256 threads): a
 // piece's KV rows stream through shared memory in tiles of 64 tokens,
@@ -27,16 +35,19 @@
 // 4 * (Dc + Dp + 4H) B; mlaMergeSmemBytes(H, W) = 4 H (1 + W) B (8512 B at
 // H = 16, W = 132), at least mlaMergeMinSmemBytes(H) = 8 H B.
 //
-// Merge: a warp per head reads a request's piece LSEs at once (lanes over
-// pieces) for the merged LSE and every piece's weight, into shared memory;
+// Merge: the block reads a request's piece LSEs at once into shared memory,
+// a warp per head reduces them to the merged LSE and every piece's weight;
 // then each thread sums 4 consecutive dims of a head over the pieces with
-// 16-byte loads and FMAs (no division or exp per element).
+// 16-byte loads and FMAs (no division or exp per element), 4 units and 4
+// pieces in flight, or, for a narrow slice of many pieces, lanes over the
+// pieces reduced with shuffles.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_MLABODIES_CUH
 #define LOOM_KERNELS_NVIDIA_SM90_MLABODIES_CUH
 
 #include "kernels/host/MlaBodies.h"
+#include "kernels/nvidia/Atomics.cuh"
 #include "kernels/nvidia/Numerics.cuh"
 
 #include <cstdint>
@@ -226,35 +237,50 @@ mlaTileStep(const T *sQ, const T *kv, int64_t valid, bool first, float scale2,
 }
 
 /// The piece's normalised rows of heads [hg, hg + nh) from the warp's
-/// accumulators, and their natural-log LSE, from the last tile's stats.
+/// accumulators, with the LSE from the last tile's stats: into partial_o
+/// (fp32) and its natural-log LSE, or, when `out` is set (a piece that is
+/// its whole request needs no merge), straight into o (T) and the base-2
+/// lse.
 template <typename T>
 __device__ __forceinline__ void
 mlaStorePiece(const float (&acc)[8][4], int64_t hg, int64_t nh, float *pieceO,
-              float *pieceLse, const float *sM, const float *sL) {
+              float *pieceLse, T *out, float *outLse, const float *sM,
+              const float *sL) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
   const float invLo = g < nh ? 1.f / sL[g] : 0.f;
   const float invHi = g + 8 < nh ? 1.f / sL[g + 8] : 0.f;
+  auto store = [&](int64_t h, int d, float lo, float hi) {
+    if (out)
+      *reinterpret_cast<uint32_t *>(out + h * kMlaDc + d) = packPair<T>(lo, hi);
+    else
+      *reinterpret_cast<float2 *>(pieceO + h * kMlaDc + d) = make_float2(lo, hi);
+  };
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     const int d = 64 * warp + 8 * nt + 2 * q;
     if (g < nh)
-      *reinterpret_cast<float2 *>(pieceO + (hg + g) * kMlaDc + d) =
-          make_float2(acc[nt][0] * invLo, acc[nt][1] * invLo);
+      store(hg + g, d, acc[nt][0] * invLo, acc[nt][1] * invLo);
     if (g + 8 < nh)
-      *reinterpret_cast<float2 *>(pieceO + (hg + g + 8) * kMlaDc + d) =
-          make_float2(acc[nt][2] * invHi, acc[nt][3] * invHi);
+      store(hg + g + 8, d, acc[nt][2] * invHi, acc[nt][3] * invHi);
   }
-  if (tid < nh)
-    pieceLse[hg + tid] = (sM[tid] + log2f(sL[tid])) * nv::kLn2;
+  if (tid < nh) {
+    const float lse2 = sM[tid] + log2f(sL[tid]);
+    if (out)
+      outLse[hg + tid] = lse2;
+    else
+      pieceLse[hg + tid] = lse2 * nv::kLn2;
+  }
 }
 
 /// Tensor-core split of one piece: request b's local tokens [tokBegin,
-/// tokEnd), all heads, into the piece's partial_o rows and lse.
+/// tokEnd), all heads, into the piece's partial_o rows and lse, or, when
+/// `out` is set (the piece is the whole request), into o and lse.
 template <typename T>
 __device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
                                   int64_t tokBegin, int64_t tokEnd,
-                                  float *pieceO, float *pieceLse, char *smem) {
+                                  float *pieceO, float *pieceLse, char *smem,
+                                  T *out = nullptr, float *outLse = nullptr) {
   constexpr int kThreads = 256;
   const int tid = threadIdx.x;
   T *sQ = reinterpret_cast<T *>(smem);
@@ -361,7 +387,7 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
       mlaTileStep(sQ, kv, valid, it == 0, scale2, sS, sP, sM, sL, sAlpha, acc);
     }
 
-    mlaStorePiece<T>(acc, hg, nh, pieceO, pieceLse, sM, sL);
+    mlaStorePiece<T>(acc, hg, nh, pieceO, pieceLse, out, outLse, sM, sL);
     __syncthreads(); // Q and the stats are rewritten by the next group
   }
 }
@@ -612,69 +638,138 @@ template <> struct MlaVec<4> {
     acc[2] = fmaf(w, v.z, acc[2]);
     acc[3] = fmaf(w, v.w, acc[3]);
   }
+  /// o[4 v .. 4 v + 4) = acc: one 8-byte store for 16-bit T.
+  template <typename T>
+  static __device__ __forceinline__ void store(T *o, int64_t v,
+                                               const float (&acc)[4]) {
+    if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+      *reinterpret_cast<uint2 *>(o + 4 * v) =
+          make_uint2(packPair<T>(acc[0], acc[1]), packPair<T>(acc[2], acc[3]));
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        nv::stF(o, 4 * v + k, acc[k]);
+    }
+  }
 };
 template <> struct MlaVec<1> {
   static __device__ __forceinline__ void fma(float (&acc)[1], float w,
                                              const float *src) {
     acc[0] = fmaf(w, *src, acc[0]);
   }
+  template <typename T>
+  static __device__ __forceinline__ void store(T *o, int64_t v,
+                                               const float (&acc)[1]) {
+    nv::stF(o, v, acc[0]);
+  }
 };
 
-/// The weighted sum over pieces [first, first + span) of request b's o rows,
-/// kVec elements per thread and step (16-byte loads when kVec = 4). Weights
-/// come from sWeight[j * H + h]: when span <= cap, mlaMergeLse has filled
-/// them; else they are filled here for chunks of `cap` pieces, one fill per
-/// chunk and element batch.
-/// H heads from the ones o, partialO and partialLse point at; a piece holds
+/// The weighted sum over pieces [first, first + span) of a request's o
+/// elements [kVec uBegin, kVec uEnd) (row-major [H][Dc], `o` and `partialO`
+/// at head 0), kVec elements per thread and step (16-byte loads when
+/// kVec = 4). The units cover heads [hBase, hBase + nh); the weight of piece
+/// j and head h is sWeight[j * nh + h - hBase]: when span <= cap,
+/// mlaMergeLse has filled them; else they are filled here for chunks of
+/// `cap` pieces, one fill per chunk and element batch. A piece holds
 /// headStride heads.
 template <int kThreads, int kVec, typename T>
-__device__ void mlaMergeSum(T *o, int64_t H, int64_t Dc, int64_t first,
+__device__ void mlaMergeSum(T *o, int64_t Dc, int64_t uBegin, int64_t uEnd,
+                            int64_t hBase, int64_t nh, int64_t first,
                             int64_t span, int64_t cap, const float *partialO,
                             const float *partialLse, const float *sLseNat,
                             float *sWeight, int64_t headStride) {
   auto fill = [&](int64_t c0, int64_t n) {
     __syncthreads(); // the previous chunk's readers are done
-    for (int64_t i = threadIdx.x; i < n * H; i += kThreads) {
-      const int64_t j = i / H, h = i - j * H; // once per (piece, head)
-      sWeight[i] =
-          expf(partialLse[(first + c0 + j) * headStride + h] - sLseNat[h]);
+    for (int64_t i = threadIdx.x; i < n * nh; i += kThreads) {
+      const int64_t j = i / nh, h = i - j * nh; // once per (piece, head)
+      sWeight[i] = expf(partialLse[(first + c0 + j) * headStride + hBase + h] -
+                        sLseNat[h]);
     }
     __syncthreads();
   };
   const bool once = span <= cap;
   if (once)
     __syncthreads(); // mlaMergeLse's weights are visible
-  const int32_t nVec = int32_t(H * Dc / kVec), dcVec = int32_t(Dc / kVec);
+  const int32_t dcVec = int32_t(Dc / kVec);
+  const int32_t u0 = int32_t(uBegin), u1 = int32_t(uEnd);
   const int64_t pieceStride = headStride * Dc;
-  for (int32_t v0 = 0; v0 < nVec; v0 += kThreads) {
-    const int32_t v = v0 + int32_t(threadIdx.x);
-    const int32_t h = v < nVec ? v / dcVec : 0; // one 32-bit division
-    const float *src = partialO + first * pieceStride + int64_t(v) * kVec;
-    float acc[kVec];
+  // A narrow slice of many pieces (a long request over many slots): G
+  // consecutive lanes share a unit, each summing every G-th piece, then
+  // reduce with shuffles, so all threads load at once.
+  int32_t G = 1;
+  while (once && G < 32 && int64_t(G) * 2 * (u1 - u0) <= kThreads &&
+         G * 2 <= span)
+    G *= 2;
+  if (G > 1) {
+    const int32_t g = int32_t(threadIdx.x) % G, perPass = kThreads / G;
+    for (int32_t v0 = u0; v0 < u1; v0 += perPass) {
+      const int32_t v = v0 + int32_t(threadIdx.x) / G;
+      const bool ok = v < u1;
+      const int32_t h = ok ? v / dcVec - int32_t(hBase) : 0;
+      const float *src = partialO + first * pieceStride + int64_t(v) * kVec;
+      float acc[kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      acc[k] = 0.f;
+      for (int k = 0; k < kVec; ++k)
+        acc[k] = 0.f;
+      if (ok) {
+#pragma unroll 4
+        for (int64_t j = g; j < span; j += G)
+          MlaVec<kVec>::fma(acc, sWeight[j * nh + h], src + j * pieceStride);
+      }
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        for (int off = G / 2; off > 0; off /= 2)
+          acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], off);
+      if (ok && g == 0)
+        MlaVec<kVec>::store(o, int64_t(v), acc);
+    }
+    return;
+  }
+  // Otherwise kU units per thread and pass, and the piece loop unrolled, so
+  // that many independent loads are in flight: a merge is a few L2 round
+  // trips, not one per (unit batch, piece).
+  constexpr int kU = 4;
+  for (int32_t v0 = u0; v0 < u1; v0 += kThreads * kU) {
+    int32_t h[kU];
+    const float *src[kU];
+    float acc[kU][kVec];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int32_t v = v0 + int32_t(threadIdx.x) + u * kThreads;
+      // One 32-bit division per unit: its head, relative to hBase.
+      h[u] = v < u1 ? v / dcVec - int32_t(hBase) : -1;
+      src[u] = partialO + first * pieceStride + int64_t(v) * kVec;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        acc[u][k] = 0.f;
+    }
     for (int64_t c0 = 0; c0 < span; c0 += cap) {
       const int64_t n = imin(cap, span - c0);
       if (!once)
         fill(c0, n); // block-uniform: every thread runs every v0 and c0
-      if (v < nVec)
-        for (int64_t j = 0; j < n; ++j)
-          MlaVec<kVec>::fma(acc, sWeight[j * H + h],
-                            src + (c0 + j) * pieceStride);
-    }
-    if (v < nVec)
+#pragma unroll 4
+      for (int64_t j = 0; j < n; ++j)
 #pragma unroll
-      for (int k = 0; k < kVec; ++k)
-        nv::stF(o, int64_t(v) * kVec + k, acc[k]);
+        for (int u = 0; u < kU; ++u)
+          if (h[u] >= 0)
+            MlaVec<kVec>::fma(acc[u], sWeight[j * nh + h[u]],
+                              src[u] + (c0 + j) * pieceStride);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (h[u] >= 0)
+        MlaVec<kVec>::store(o, int64_t(v0 + int32_t(threadIdx.x) + u * kThreads),
+                            acc[u]);
   }
 }
 
 /// The merged natural-log LSE of heads [0, nh) over pieces [first,
 /// first + span) into sLseNat (and lse, base 2), and with `fill` every
-/// piece's weight exp(lse_j - lse) into sWeight[j * nh + h]: a warp per
-/// head, its lanes over the pieces, so a request costs one round of loads
-/// whatever its span. A piece holds headStride heads.
+/// piece's weight exp(lse_j - lse) into sWeight[j * nh + h]. With `fill`
+/// the block first brings all the pieces' LSEs into sWeight at once (one
+/// round of loads whatever the span), then a warp per head reduces them
+/// there; without, a warp per head reads them itself. A piece holds
+/// headStride heads.
 template <int kThreads>
 __device__ void mlaMergeLse(int64_t nh, int64_t first, int64_t span,
                             const float *partialLse, int64_t headStride,
@@ -682,23 +777,38 @@ __device__ void mlaMergeLse(int64_t nh, int64_t first, int64_t span,
                             bool fill) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t n = int32_t(span * nh);
+  if (fill) {
+#pragma unroll 4
+    for (int32_t i = threadIdx.x; i < n; i += kThreads) {
+      const int32_t j = i / int32_t(nh), h = i - j * int32_t(nh);
+      sWeight[i] = partialLse[(first + j) * headStride + h];
+    }
+    __syncthreads();
+  }
+  // Piece j's LSE of head h: from shared memory when filled.
+  auto lseOf = [&](int64_t j, int64_t h) {
+    return fill ? sWeight[j * nh + h]
+                : partialLse[(first + j) * headStride + h];
+  };
   for (int64_t h = warp; h < nh; h += kWarps) {
-    const float *in = partialLse + first * headStride + h;
     float m = nv::kNegInf;
     for (int64_t j = lane; j < span; j += 32)
-      m = fmaxf(m, in[j * headStride]);
+      m = fmaxf(m, lseOf(j, h));
     m = nv::warpMax(m); // finite: every piece holds a token
     float sum = 0.f;
     for (int64_t j = lane; j < span; j += 32)
-      sum += expf(in[j * headStride] - m);
+      sum += expf(lseOf(j, h) - m);
     const float lseNat = m + logf(nv::warpSum(sum));
     if (lane == 0) {
       sLseNat[h] = lseNat;
       lse[h] = lseNat / host::kMlaLn2;
     }
-    if (fill)
-      for (int64_t j = lane; j < span; j += 32)
-        sWeight[j * nh + h] = expf(in[j * headStride] - lseNat);
+  }
+  if (fill) {
+    __syncthreads(); // every head's sLseNat, and its reads of sWeight
+    for (int32_t i = threadIdx.x; i < n; i += kThreads)
+      sWeight[i] = expf(sWeight[i] - sLseNat[i % int32_t(nh)]);
   }
 }
 
@@ -729,13 +839,14 @@ __device__ void mlaMergeRequest(const MlaParams<T> &p, int64_t b, int64_t h0,
   mlaMergeLse<kThreads>(nh, first, span, lseIn, H, lse, sLseNat, sWeight,
                         span <= cap);
   // (mlaMergeSum syncs before reading sLseNat and sWeight.)
-  const float *oIn = partialO + h0 * Dc;
-  if (Dc % 4 == 0 && nv::isAligned16(oIn))
-    mlaMergeSum<kThreads, 4>(o, nh, Dc, first, span, cap, oIn, lseIn, sLseNat,
-                             sWeight, H);
+  T *oReq = p.o + b * H * Dc;
+  if (Dc % 4 == 0 && nv::isAligned16(partialO) && nv::isAligned16(p.o))
+    mlaMergeSum<kThreads, 4>(oReq, Dc, h0 * Dc / 4, h1 * Dc / 4, h0, nh, first,
+                             span, cap, partialO, partialLse, sLseNat, sWeight,
+                             H);
   else
-    mlaMergeSum<kThreads, 1>(o, nh, Dc, first, span, cap, oIn, lseIn, sLseNat,
-                             sWeight, H);
+    mlaMergeSum<kThreads, 1>(oReq, Dc, h0 * Dc, h1 * Dc, h0, nh, first, span,
+                             cap, partialO, partialLse, sLseNat, sWeight, H);
 }
 
 } // namespace detail
@@ -792,6 +903,220 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
             slots, partialO, partialLse, sLseNat, sWeight, cap);
       }
     reqBegin = reqEnd;
+  }
+  return nv::kBodyOk;
+}
+
+//===----------------------------------------------------------------------===//
+// One phase: the slots merge their own requests
+//===----------------------------------------------------------------------===//
+
+/// What the pieces of one request add to its arrival counter in every
+/// launch, together: each adds its token count, and the piece holding the
+/// request's first token also adds kMlaLaunchArrivals - kv_len. The counter
+/// is never reset: before launch e it holds a multiple of this, so the value
+/// an arrival sees tells it the launch's target without a launch number.
+constexpr unsigned long long kMlaLaunchArrivals = 1ull << 32;
+
+/// Clock cycles a slot waits for the other pieces of a request before it
+/// reports kBodyWaitTimedOut (~1 s): far past any split, short of a silent
+/// hang when a worker failed.
+constexpr long long kMlaMergeWaitCycles = 2ll << 30;
+
+namespace detail {
+
+/// Merges slice `j` of `k` of request b (global tokens [reqBegin, reqEnd)):
+/// its o elements [j E / k, (j + 1) E / k) of E = H Dc, and the lse of the
+/// heads they touch (slices that share a head write the same value). The
+/// pieces are those of slots slotOf(reqBegin) .. slotOf(reqEnd - 1), all
+/// written. `smemFloats` floats of shared memory hold the merged LSEs and
+/// the pieces' weights.
+template <int kThreads, typename T>
+__device__ void mlaMergeSlice(const MlaParams<T> &p, int64_t b,
+                              int64_t reqBegin, int64_t reqEnd,
+                              const MlaSlots &slots, int64_t j, int64_t k,
+                              const float *partialO, const float *partialLse,
+                              float *smem, int64_t smemFloats) {
+  const int64_t H = p.numHeads, Dc = p.dimCkv;
+  const int kVec = Dc % 4 == 0 && nv::isAligned16(partialO) &&
+                           nv::isAligned16(p.o)
+                       ? 4
+                       : 1;
+  const int64_t units = H * Dc / kVec, perHead = Dc / kVec;
+  const int64_t u0 = j * units / k, u1 = (j + 1) * units / k;
+  if (u0 >= u1)
+    return;
+  const int64_t h0 = u0 / perHead, h1 = (u1 - 1) / perHead + 1, nh = h1 - h0;
+  const int64_t first = MlaSlots::piece(slots.slotOf(reqBegin), b);
+  const int64_t span =
+      MlaSlots::piece(slots.slotOf(reqEnd - 1), b) - first + 1;
+  float *sLseNat = smem, *sWeight = smem + nh;
+  const int64_t cap = (smemFloats - nh) / nh; // >= 1: checked by the caller
+  __syncthreads(); // earlier readers of this shared memory are done
+  mlaMergeLse<kThreads>(nh, first, span, partialLse + h0, H,
+                        p.lse + b * H + h0, sLseNat, sWeight, span <= cap);
+  T *o = p.o + b * H * Dc;
+  if (kVec == 4)
+    mlaMergeSum<kThreads, 4>(o, Dc, u0, u1, h0, nh, first, span, cap,
+                             partialO, partialLse, sLseNat, sWeight, H);
+  else
+    mlaMergeSum<kThreads, 1>(o, Dc, u0, u1, h0, nh, first, span, cap,
+                             partialO, partialLse, sLseNat, sWeight, H);
+}
+
+/// Thread 0 waits until request b's counter reaches the launch's target,
+/// from the value its own arrival saw; the block follows. False: timed out.
+__device__ __forceinline__ bool mlaAwaitPieces(unsigned long long *counter,
+                                               unsigned long long seen) {
+  bool ok = true;
+  if (threadIdx.x == 0) {
+    const unsigned long long target =
+        (seen / kMlaLaunchArrivals + 1) * kMlaLaunchArrivals;
+    const long long start = clock64();
+    while (nv::loadAcquireGpu(counter) < target)
+      if (clock64() - start > kMlaMergeWaitCycles) {
+        ok = false;
+        break;
+      }
+  }
+  return !__syncthreads_or(!ok);
+}
+
+} // namespace detail
+
+/// MLA decode in one phase, task `slot` of `numSlots` (the split's slots,
+/// the same arithmetic): a request that one slot covers whole is written
+/// straight to o and lse; the pieces of a split request go to the
+/// workspace, each slot then adds its share to the request's counter
+/// `arrivals[b]` and, once all have arrived, merges its own slice of the
+/// request (so k pieces merge k slices at once). Empty requests are zeroed
+/// by slot b % numSlots. `arrivals` holds max_batch counters that only grow
+/// (kMlaLaunchArrivals per request and launch); all numSlots tasks must be
+/// resident together (the persistent launch guarantees it).
+template <int kThreads, typename T>
+__device__ __noinline__ int32_t
+mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
+          float *partialO, float *partialLse, unsigned long long *arrivals,
+          char *smem, int64_t minSlotTokens = kMlaPieceTokens) {
+  constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
+  const bool fast = detail::mlaUseFastSplit<kThreads>(p);
+  const int64_t have = nv::dynamicSmemBytes();
+  const int64_t used =
+      fast ? detail::kMlaSmemFast
+           : mlaSplitGenericSmemBytes(p.numHeads, p.dimCkv, p.dimKpe);
+  // The merge needs each head's lse and at least one weight per head.
+  if (have < imax(used, mlaMergeMinSmemBytes(p.numHeads)))
+    return nv::kBodySmemTooSmall;
+  int64_t *sPrefix = detail::mlaPrefixSlot(smem, used, p.batch, kThreads);
+  if (sPrefix)
+    detail::mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, sPrefix + kScan,
+                                      sPrefix);
+  const int64_t *off = sPrefix ? sPrefix + kScan : nullptr;
+  const int64_t total = off ? off[p.batch] : mlaTotalTokens(p.kvLens, p.batch);
+  // The slots' line: each request's tokens after a gap of its fixed cost.
+  constexpr int64_t kGap = kMlaPieceTokens;
+  const MlaSlots slots =
+      mlaSlots(total + p.batch * kGap, numSlots, minSlotTokens);
+  const int64_t H = p.numHeads, Dc = p.dimCkv;
+  // Shared memory the merges may use: all but the offsets on top.
+  const int64_t mergeFloats =
+      ((sPrefix ? reinterpret_cast<char *>(sPrefix) - smem : have)) / 4;
+
+  // Empty requests: o = 0, lse = -inf.
+  for (int64_t b = slot; b < p.batch; b += numSlots) {
+    const int64_t len = off ? off[b + 1] - off[b] : p.kvLens[b];
+    if (len > 0)
+      continue;
+    for (int64_t i = threadIdx.x; i < H * Dc; i += kThreads)
+      nv::stF(p.o + b * H * Dc, i, 0.f);
+    for (int64_t h = threadIdx.x; h < H; h += kThreads)
+      p.lse[b * H + h] = nv::kNegInf;
+  }
+  if (slot >= slots.active)
+    return nv::kBodyOk;
+  const int64_t mineBegin = slots.begin(slot), mineEnd = slots.end(slot);
+  if (mineBegin >= mineEnd)
+    return nv::kBodyOk;
+
+  // The last request whose gap starts at or before mineBegin (line
+  // position off[b] + b kGap); request b's tokens are [reqBegin, reqEnd).
+  int64_t b0 = 0, before = 0; // tokens of the requests before b0
+  if (off) {
+    int64_t lo = 0, hi = p.batch; // start(lo) <= mineBegin, answer in [lo, hi)
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      if (off[mid] + mid * kGap <= mineBegin)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    b0 = lo;
+    before = off[lo];
+  }
+  int64_t reqBegin = mlaLineStart(before, b0, kGap);
+  // Split requests this slot holds a piece of: only its first and last
+  // pieces can be partial. Thread 0 keeps what its arrival saw.
+  int64_t pendB[2], pendBegin[2], pendEnd[2];
+  unsigned long long pendSeen[2] = {0, 0};
+  int pending = 0;
+  for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
+    const int64_t reqEnd = reqBegin + (off ? off[b + 1] - off[b] : p.kvLens[b]);
+    const int64_t begin = imax(mineBegin, reqBegin);
+    const int64_t end = imin(mineEnd, reqEnd);
+    if (begin < end) {
+      const bool whole = begin == reqBegin && end == reqEnd;
+      const int64_t piece = MlaSlots::piece(slot, b);
+      float *pieceO = partialO + piece * H * Dc;
+      float *pieceLse = partialLse + piece * H;
+      bool direct = false;
+      if constexpr (kThreads == 256 &&
+                    (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)) {
+        if (fast) {
+          direct = whole;
+          detail::mlaSplitPieceFast(p, b, begin - reqBegin, end - reqBegin,
+                                    pieceO, pieceLse, smem,
+                                    whole ? p.o + b * H * Dc : nullptr,
+                                    whole ? p.lse + b * H : nullptr);
+        }
+      }
+      if (!fast)
+        detail::mlaSplitPieceGeneric<kThreads>(p, b, begin - reqBegin,
+                                               end - reqBegin, pieceO,
+                                               pieceLse, smem);
+      if (whole && !direct) {
+        // The plain path's whole request: its one piece, merged here.
+        detail::mlaMergeSlice<kThreads>(
+            p, b, reqBegin, reqEnd, slots, 0, 1, partialO, partialLse,
+            reinterpret_cast<float *>(smem), mergeFloats);
+      } else if (!whole) {
+        __syncthreads(); // every thread's stores of the piece are issued
+        if (threadIdx.x == 0) {
+          unsigned long long share = static_cast<unsigned long long>(end - begin);
+          if (begin == reqBegin)
+            share += kMlaLaunchArrivals - static_cast<unsigned long long>(reqEnd - reqBegin);
+          pendSeen[pending] = nv::fetchAddReleaseGpu(arrivals + b, share);
+        }
+        pendB[pending] = b;
+        pendBegin[pending] = reqBegin;
+        pendEnd[pending] = reqEnd;
+        ++pending;
+      }
+    }
+    reqBegin = reqEnd + kGap;
+  }
+
+  // Merge this slot's slice of each split request once all its pieces are
+  // in: slice j of k, j counted from the request's first slot.
+  for (int i = 0; i < pending; ++i) {
+    if (!detail::mlaAwaitPieces(arrivals + pendB[i], pendSeen[i]))
+      return nv::kBodyWaitTimedOut;
+    const int64_t s0 = slots.slotOf(pendBegin[i]);
+    const int64_t s1 = slots.slotOf(pendEnd[i] - 1);
+    detail::mlaMergeSlice<kThreads>(p, pendB[i], pendBegin[i], pendEnd[i],
+                                    slots, slot - s0, s1 - s0 + 1, partialO,
+                                    partialLse,
+                                    reinterpret_cast<float *>(smem),
+                                    mergeFloats);
   }
   return nv::kBodyOk;
 }

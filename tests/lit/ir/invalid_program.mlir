@@ -74,7 +74,7 @@ loom.graph @tile_past target(#tiny) (input %x : memref<4xbf16>, output %y : memr
 loom.graph @needs_zero target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
   loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64, loom.partition = #loom.partition<tasks = [2, 1], params = [256, 3], cost_ns = [500, 600], scratch_bytes = 64>}
   loom.program workers(2) mode(static) {
-    // expected-error @+1 {{'loom.event' op needs must be at least 1 (an event is triggered), got 0}}
+    // expected-error @+1 {{'loom.event' op needs must be at least 1 (an event is triggered) unless the event is one of a layer op's loom.counters, got 0}}
     loom.event 0 needs(0)
     loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost(1)
   }

@@ -32,12 +32,13 @@ loom.graph @split_k target(#h200) (input %x : memref<1x4096xbf16>, weight %w : m
 
 // Split-KV decode attention: one phase of split tasks (mapped to request,
 // KV head and tokens at run time) and a merge per (request, KV head); MLA
-// balances tokens over one slot per worker; KDA has a chunk-parallel phase
-// and a serial state scan.
+// balances tokens over one slot per worker, and on NVIDIA the slots merge
+// their split requests themselves (one phase, params [132, 0]); KDA has a
+// chunk-parallel phase and a serial state scan.
 #h200 = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
 // CHECK-LABEL: loom.graph @attention
 // CHECK: loom.gqa_decode {{.*}} loom.partition = #loom.partition<tasks = [128, 8], params = [16]
-// CHECK: loom.mla_decode {{.*}} loom.partition = #loom.partition<tasks = [132, 132], params = [132, 132]
+// CHECK: loom.mla_decode {{.*}} loom.partition = #loom.partition<tasks = [132], params = [132, 0]
 loom.graph @attention target(#h200) (input %q : memref<1x32x128xbf16>, cache %kc : memref<64x16x8x128xbf16>,
     cache %vc : memref<64x16x8x128xbf16>, meta %indptr : memref<?xi32>, meta %indices : memref<?xi32>,
     meta %lens : memref<?xi32>, output %o : memref<1x32x128xbf16>,
