@@ -409,6 +409,35 @@ TEST(SpecDiagnostics, ManyErrorsAreCapped) {
                         "shown");
 }
 
+// Inputs yaml-cpp 0.7 never returns from that no pre-scan catches (spec
+// fuzzer finds after the last pre-scan): the loader's probe parse in a
+// child process gives up at the time bound or at its memory cap, whichever
+// the machine reaches first, and says so at 1:1.
+TEST(SpecDiagnostics, ParserThatNeverReturnsIsReported) {
+  const char *old = std::getenv("LOOM_SPEC_PARSE_TIMEOUT_MS");
+  const std::string saved = old ? old : "";
+  setenv("LOOM_SPEC_PARSE_TIMEOUT_MS", "300", 1);
+  const std::string tail = ": yaml-cpp 0.7 loops on some malformed YAML; "
+                           "check the anchors ('&'), quotes and commas";
+  const Errors either = {
+      "1:1: the YAML parser did not finish within 300 ms "
+      "(LOOM_SPEC_PARSE_TIMEOUT_MS)" + tail,
+      "1:1: the YAML parser ran out of memory (1 GiB)" + tail};
+  for (const char *text : {"&'',\xff", "''&indtr..#,"}) {
+    Errors errors = errorsIn(text);
+    ASSERT_EQ(errors.size(), 1u) << text;
+    EXPECT_TRUE(errors[0] == either[0] || errors[0] == either[1]) << errors[0];
+  }
+  // Well-formed specs still parse with the probe, and without it.
+  parseValid(kMla);
+  setenv("LOOM_SPEC_PARSE_TIMEOUT_MS", "0", 1);
+  parseValid(kMla);
+  if (old)
+    setenv("LOOM_SPEC_PARSE_TIMEOUT_MS", saved.c_str(), 1);
+  else
+    unsetenv("LOOM_SPEC_PARSE_TIMEOUT_MS");
+}
+
 // yaml-cpp 0.7 never returns from some streams with a line that starts
 // with ',' outside a flow collection (the spec fuzzer's finds,
 // tests/fuzz/spec-corpus): the loader refuses them first, at the comma.
