@@ -49,20 +49,25 @@ cl::opt<std::string> specPath(cl::Positional, cl::Optional,
 cl::opt<std::string> hfConfig(
     "hf-config",
     cl::desc("Make the spec from a Hugging Face config.json (llama, qwen3, "
-             "deepseek_v3) instead of reading <spec.yaml>"),
+             "deepseek_v3, kimi_linear) instead of reading <spec.yaml>"),
     cl::value_desc("config.json"), cl::cat(loomcCategory));
 cl::opt<int64_t> hfTp("tp", cl::desc("--hf-config: tensor-parallel ranks "
-                                     "(MLA heads are split over them)"),
+                                     "(MLA and KDA heads are split over them)"),
                       cl::init(1), cl::cat(loomcCategory));
 cl::opt<int64_t> hfPageSize("page-size",
                             cl::desc("--hf-config: tokens per KV page"),
                             cl::init(0), cl::cat(loomcCategory));
 cl::opt<int64_t> hfMaxBatch("max-batch",
-                            cl::desc("--hf-config: most requests a launch takes"),
+                            cl::desc("--hf-config: most requests (KDA: "
+                                     "sequences) a launch takes"),
                             cl::init(0), cl::cat(loomcCategory));
 cl::opt<int64_t> hfMaxPages("max-pages",
                             cl::desc("--hf-config: pages of the KV cache pool"),
                             cl::init(0), cl::cat(loomcCategory));
+cl::opt<int64_t> hfMaxTokens("max-tokens",
+                             cl::desc("--hf-config: KDA's most packed tokens "
+                                      "a launch takes"),
+                             cl::init(0), cl::cat(loomcCategory));
 cl::opt<std::string> hfName("name", cl::desc("--hf-config: the spec's name"),
                             cl::cat(loomcCategory));
 
@@ -249,6 +254,8 @@ std::optional<std::string> makeHfSpec() {
     options.maxBatch = hfMaxBatch;
   if (hfMaxPages > 0)
     options.maxPages = hfMaxPages;
+  if (hfMaxTokens > 0)
+    options.maxTokens = hfMaxTokens;
   options.name = hfName;
   loom::spec::HfSpecResult made = loom::spec::specFromHfConfig(
       (*text)->getBuffer().str(), hfConfig, options);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/spec/HfConfig.h"
+#include "tools/spec/YamlProbe.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -78,6 +79,29 @@ std::string exact(double value) {
   return buffer;
 }
 
+/// One rank's heads of `map[key]` heads split over --tp ranks; an error at
+/// the key when they do not split evenly.
+int64_t headsPerRank(ConfigReader &r, const YAML::Node &map, const char *key,
+                     int64_t tp) {
+  const int64_t heads = r.integer(map, key);
+  if (tp < 1 || (heads > 0 && heads % tp != 0))
+    r.error(map[key], std::string("'") + key + "' (" + std::to_string(heads) +
+                          ") must split evenly over --tp " +
+                          std::to_string(tp));
+  return tp > 0 ? heads / tp : 0;
+}
+
+/// The spec's name (--name, else `family`_tp<N>) and description line of a
+/// TP shard.
+std::string shardHeader(const HfSpecOptions &o, const std::string &family,
+                        const std::string &what, int64_t shard) {
+  return "name: " +
+         (o.name.empty() ? family + "_tp" + std::to_string(o.tp) : o.name) +
+         "\ndescription: " + what + " from config.json, TP" +
+         std::to_string(o.tp) + " shard (" + std::to_string(shard) +
+         " heads)";
+}
+
 std::string decoderSpec(ConfigReader &r, const std::string &type,
                         const HfSpecOptions &o) {
   const YAML::Node &c = r.root;
@@ -118,11 +142,7 @@ std::string decoderSpec(ConfigReader &r, const std::string &type,
 
 std::string mlaSpec(ConfigReader &r, const HfSpecOptions &o) {
   const YAML::Node &c = r.root;
-  const int64_t heads = r.integer(c, "num_attention_heads");
-  if (o.tp < 1 || (heads > 0 && heads % o.tp != 0))
-    r.error(c["num_attention_heads"],
-            "'num_attention_heads' (" + std::to_string(heads) +
-                ") must split evenly over --tp " + std::to_string(o.tp));
+  const int64_t shard = headsPerRank(r, c, "num_attention_heads", o.tp);
   const int64_t nope = r.integer(c, "qk_nope_head_dim");
   const int64_t rope = r.integer(c, "qk_rope_head_dim");
   // The absorbed form's scale: (nope + rope)^-1/2, times mscale^2 under YaRN
@@ -145,13 +165,9 @@ std::string mlaSpec(ConfigReader &r, const HfSpecOptions &o) {
     }
   }
   const int64_t pageSize = o.pageSize.value_or(1);
-  const int64_t shard = o.tp > 0 ? heads / o.tp : 0;
   std::ostringstream y;
-  y << "name: "
-    << (o.name.empty() ? "deepseek_v3_tp" + std::to_string(o.tp) : o.name)
-    << "\n"
-    << "description: DeepSeek-V3 MLA decode from config.json, TP" << o.tp
-    << " shard (" << shard << " heads), page size " << pageSize << "\n"
+  y << shardHeader(o, "deepseek_v3", "DeepSeek-V3 MLA decode", shard)
+    << ", page size " << pageSize << "\n"
     << "mla_decode:\n"
     << "  num_heads: " << shard << "\n"
     << "  head_dim_ckv: " << r.integer(c, "kv_lora_rank") << "\n"
@@ -166,12 +182,53 @@ std::string mlaSpec(ConfigReader &r, const HfSpecOptions &o) {
   return y.str();
 }
 
+std::string kdaSpec(ConfigReader &r, const HfSpecOptions &o) {
+  const YAML::Node &c = r.root;
+  const YAML::Node lin = c["linear_attn_config"];
+  if (!lin || !lin.IsMap()) {
+    r.error(lin ? lin : c["model_type"],
+            "config.json has no 'linear_attn_config' object (the KDA "
+            "layers' heads and head_dim)");
+    return "";
+  }
+  if (o.pageSize || o.maxPages)
+    r.error(c["model_type"], "a KDA prefill spec has no KV pages: "
+                             "--page-size and --max-pages do not apply");
+  const int64_t shard = headsPerRank(r, lin, "num_heads", o.tp);
+  const int64_t headDim = r.integer(lin, "head_dim");
+  std::ostringstream y;
+  y << shardHeader(o, "kimi_linear", "Kimi-Linear KDA prefill", shard) << "\n"
+    << "kda_prefill:\n"
+    << "  num_heads: " << shard << "\n"
+    << "  head_dim_k: " << headDim << "\n"
+    << "  head_dim_v: " << headDim << "\n";
+  // A lower bound makes the gate the bounded (scaled-sigmoid) one; without,
+  // the model's gate is the unbounded -exp(A) softplus one.
+  if (const YAML::Node bound = lin["gate_lower_bound"];
+      bound && !bound.IsNull())
+    y << "  gate: bounded\n"
+      << "  lower_bound: " << exact(r.number(lin, "gate_lower_bound")) << "\n";
+  else
+    y << "  gate: unbounded\n";
+  y << "  chunk_size: 64\n"
+    << "  qk_l2norm: true\n"
+    << "  initial_state: true\n"
+    << "  max_tokens: " << o.maxTokens.value_or(131072) << "\n"
+    << "  max_seqs: " << o.maxBatch.value_or(64) << "\n"
+    << "  dtype: bf16\n";
+  return y.str();
+}
+
 } // namespace
 
 HfSpecResult specFromHfConfig(const std::string &json, const std::string &file,
                               const HfSpecOptions &options) {
   HfSpecResult result;
   try {
+    if (std::optional<std::string> trouble = yamlParseTrouble(json)) {
+      result.errors.push_back({file, 1, 1, *trouble});
+      return result;
+    }
     const YAML::Node root = YAML::Load(json);
     ConfigReader r(root, file, result.errors);
     if (!root.IsMap()) {
@@ -186,10 +243,12 @@ HfSpecResult specFromHfConfig(const std::string &json, const std::string &file,
       yaml = decoderSpec(r, type, options);
     else if (type == "deepseek_v3")
       yaml = mlaSpec(r, options);
+    else if (type == "kimi_linear")
+      yaml = kdaSpec(r, options);
     else
       r.error(typeNode, "model_type '" + type +
                             "' is not one loomc reads (llama, qwen3, "
-                            "deepseek_v3)");
+                            "deepseek_v3, kimi_linear)");
     if (result.errors.empty())
       result.yaml = "# Generated by loomc --hf-config from " + file + "\n" +
                     yaml;
