@@ -766,13 +766,19 @@ struct Chain {
   void *x = nullptr;
 };
 
+/// `loomrt_program *raw` holding variant `variant` of the fake artifact,
+/// loaded on `device`, and `loomrt::Program program` owning it; a failed
+/// load ends the test with the runtime's message.
+#define LOAD_PROGRAM(device, variant, raw, program)                           \
+  loomrt_program *raw = nullptr;                                               \
+  ASSERT_EQ(load(device, variant, &raw), LOOMRT_SUCCESS)                       \
+      << (variant) << ": " << loomrt_last_error();                             \
+  loomrt::Program program(raw)
+
 TEST_F(FakeCuda, RunsAChainOverSeveralLaunches) {
   {
     loomrt::Device device("cuda", 0);
-    loomrt_program *raw = nullptr;
-    ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
-        << loomrt_last_error();
-    loomrt::Program program(raw);
+    LOAD_PROGRAM(device.get(), "chain", raw, program);
     Chain chain(device.get(), raw);
     for (uint64_t epoch = 1; epoch <= 3; ++epoch) {
       program.run();
@@ -819,10 +825,7 @@ TEST_F(FakeCuda, QueuedLaunchTimesTheDeviceAlone) {
   configure(slowSubmit);
   {
     loomrt::Device device("cuda", 0);
-    loomrt_program *raw = nullptr;
-    ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
-        << loomrt_last_error();
-    loomrt::Program program(raw);
+    LOAD_PROGRAM(device.get(), "chain", raw, program);
     Chain chain(device.get(), raw);
     EXPECT_FALSE(program.queuedLaunch());
     program.launch();
@@ -879,10 +882,7 @@ TEST_F(FakeCuda, QueuedLaunchNeedsStreamMemoryOperations) {
   noMemOps.stream_mem_ops = 0;
   configure(noMemOps);
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS)
-      << loomrt_last_error();
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "chain", raw, program);
   EXPECT_ERROR(loomrt_program_set_queued_launch(raw, 1),
                LOOMRT_ERROR_UNSUPPORTED,
                "program 'chain' on " + device0_ +
@@ -956,9 +956,7 @@ TEST_F(FakeCuda, ProfiledArtifactRecordsEveryTask) {
   {
     // A kernel that says it records but does not: caught, not returned.
     loomrt::Device device("cuda", 0);
-    loomrt_program *raw = nullptr;
-    ASSERT_EQ(load(device.get(), "unrecorded", &raw), LOOMRT_SUCCESS);
-    loomrt::Program program(raw);
+    LOAD_PROGRAM(device.get(), "unrecorded", raw, program);
     Chain chain(device.get(), raw);
     program.run();
     loomrt_task_timing t[7];
@@ -973,9 +971,7 @@ TEST_F(FakeCuda, ProfiledArtifactRecordsEveryTask) {
 
 TEST_F(FakeCuda, LaunchWithoutSynchronizeWaitsForThePrevious) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "chain", raw, program);
   Chain chain(device.get(), raw);
   for (int i = 0; i < 5; ++i)
     program.launch();
@@ -988,10 +984,7 @@ TEST_F(FakeCuda, DynamicModeTakesTicketsFromTheQueueCounter) {
   // The queue is one more counter after the events, never reset: launch e
   // takes tickets from (e - 1) * (num_tasks + num_workers).
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "dynamic", &raw), LOOMRT_SUCCESS)
-      << loomrt_last_error();
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "dynamic", raw, program);
   Chain chain(device.get(), raw);
   for (uint64_t epoch = 1; epoch <= 4; ++epoch) {
     program.run();
@@ -1004,10 +997,7 @@ TEST_F(FakeCuda, DynamicModeTakesTicketsFromTheQueueCounter) {
 TEST_F(FakeCuda, LargeSharedMemoryIsOptedInto) {
   {
     loomrt::Device device("cuda", 0);
-    loomrt_program *raw = nullptr;
-    ASSERT_EQ(load(device.get(), "bigsmem", &raw), LOOMRT_SUCCESS)
-        << loomrt_last_error();
-    loomrt::Program program(raw);
+    LOAD_PROGRAM(device.get(), "bigsmem", raw, program);
     Chain chain(device.get(), raw);
     program.run();
     EXPECT_EQ(stats().max_dynamic_smem_attribute, 100 * 1024);
@@ -1026,10 +1016,7 @@ TEST_F(FakeCuda, LargeSharedMemoryIsOptedInto) {
 
 TEST_F(FakeCuda, DeadlockIsReportedByTheWatchdog) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "deadlock", &raw), LOOMRT_SUCCESS)
-      << loomrt_last_error();
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "deadlock", raw, program);
   Chain chain(device.get(), raw);
   program.setWatchdogMs(100);
   Clock::time_point start = Clock::now();
@@ -1053,9 +1040,7 @@ TEST_F(FakeCuda, DeadlockIsReportedByTheWatchdog) {
 TEST_F(FakeCuda, WatchdogFromTheEnvironment) {
   loomrt::Device device("cuda", 0);
   ScopedEnv ms("LOOM_WATCHDOG_MS", "50");
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "deadlock", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "deadlock", raw, program);
   EXPECT_EQ(program.watchdogMs(), 50u);
   Chain chain(device.get(), raw);
   ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
@@ -1068,9 +1053,7 @@ TEST_F(FakeCuda, KernelsOwnTimeoutWhenNobodyWatches) {
   // own after timeout_cycles (2 x 50 ms at 1 GHz), and synchronize then
   // reports the unfinished workers.
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "deadlock", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "deadlock", raw, program);
   Chain chain(device.get(), raw);
   program.setWatchdogMs(50);
   ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
@@ -1092,9 +1075,7 @@ TEST_F(FakeCuda, KernelsOwnTimeoutWhenNobodyWatches) {
 
 TEST_F(FakeCuda, FailingTaskIsReported) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "fail", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "fail", raw, program);
   Chain chain(device.get(), raw);
   // Workers waiting for the failed task's event are stopped at once, not
   // after the watchdog's 10 s.
@@ -1109,9 +1090,7 @@ TEST_F(FakeCuda, FailingTaskIsReported) {
 
 TEST_F(FakeCuda, KernelFaultNamesDeviceKernelAndError) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "crash", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "crash", raw, program);
   Chain chain(device.get(), raw);
   ASSERT_EQ(loomrt_launch(raw), LOOMRT_SUCCESS);
   EXPECT_ERROR_HAS(loomrt_synchronize(raw), LOOMRT_ERROR_DEVICE,
@@ -1310,9 +1289,7 @@ TEST_F(FakeCuda, BadArtifacts) {
 
 TEST_F(FakeCuda, BindingsAreChecked) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "chain", raw, program);
   EXPECT_ERROR(loomrt_launch(raw), LOOMRT_ERROR_NOT_BOUND,
                "program 'chain' cannot launch: buffers not bound: 'x' (index "
                "0)");
@@ -1330,9 +1307,7 @@ TEST_F(FakeCuda, BindingsAreChecked) {
 
 TEST_F(FakeCuda, BoundMemoryIsCheckedAtLaunch) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "chain", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "chain", raw, program);
   // Host memory on a GPU would fault the whole context.
   std::vector<int64_t> host(7);
   program.bind("x", host.data());
@@ -1445,10 +1420,7 @@ TEST_F(FakeCuda, StreamLaunchesNumberThemselves) {
     SCOPED_TRACE(variant);
     {
       loomrt::Device device("cuda", 0);
-      loomrt_program *raw = nullptr;
-      ASSERT_EQ(load(device.get(), variant, &raw), LOOMRT_SUCCESS)
-          << loomrt_last_error();
-      loomrt::Program program(raw);
+      LOAD_PROGRAM(device.get(), variant, raw, program);
       EXPECT_ERROR(loomrt_launch_on_stream(raw, nullptr),
                    LOOMRT_ERROR_NOT_BOUND,
                    "program '" + std::string(program.desc().name) +
@@ -1508,9 +1480,7 @@ TEST_F(FakeCuda, LaunchesTheRuntimeDoesNotSeeAreCounted) {
       ::dlsym(handle_, LOOM_FAKE_CUDA_REPLAY));
   ASSERT_NE(replay, nullptr);
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "inline", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "inline", raw, program);
   Chain chain(device.get(), raw);
   CallerStream stream(handle_);
   program.run();                                 // 1, numbered by the runtime
@@ -1541,10 +1511,7 @@ TEST_F(FakeCuda, LaunchesTheRuntimeDoesNotSeeAreCounted) {
 
 TEST_F(FakeCuda, StreamLaunchesKeepTheirBindings) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "inline-slow", &raw), LOOMRT_SUCCESS)
-      << loomrt_last_error();
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "inline-slow", raw, program);
   Chain first(device.get(), raw), second(device.get(), raw);
   CallerStream stream(handle_);
   // Launch 1 takes 300 ms, so launch 2 starts long after x is rebound: it
@@ -1562,9 +1529,7 @@ TEST_F(FakeCuda, StreamLaunchesKeepTheirBindings) {
 
 TEST_F(FakeCuda, StreamLaunchesAreCheckedOnceSynchronized) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "inline-slow", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "inline-slow", raw, program);
   Chain chain(device.get(), raw);
   CallerStream stream(handle_);
   program.launchOnStream(stream.get());
@@ -1583,9 +1548,7 @@ TEST_F(FakeCuda, StreamLaunchesAreCheckedOnceSynchronized) {
 
 TEST_F(FakeCuda, FailedStreamLaunchIsReportedAndReset) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "inline-fail", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "inline-fail", raw, program);
   Chain chain(device.get(), raw);
   CallerStream stream(handle_);
   // The first fails; the second sees the failure word and does nothing.
@@ -1620,9 +1583,7 @@ TEST_F(FakeCuda, FailedStreamLaunchIsReportedAndReset) {
 
 TEST_F(FakeCuda, FirstStreamLaunchAfterLaunchIsNotCaptured) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "inline", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "inline", raw, program);
   Chain chain(device.get(), raw);
   CallerStream stream(handle_);
   program.run();
@@ -1651,9 +1612,7 @@ TEST_F(FakeCuda, FirstStreamLaunchAfterLaunchIsNotCaptured) {
 
 TEST_F(FakeCuda, StreamLaunchBindingsAreChecked) {
   loomrt::Device device("cuda", 0);
-  loomrt_program *raw = nullptr;
-  ASSERT_EQ(load(device.get(), "inline", &raw), LOOMRT_SUCCESS);
-  loomrt::Program program(raw);
+  LOAD_PROGRAM(device.get(), "inline", raw, program);
   std::vector<int64_t> host(7);
   program.bind("x", host.data());
   EXPECT_ERROR_HAS(loomrt_launch_on_stream(raw, nullptr), LOOMRT_ERROR_BINDING,
