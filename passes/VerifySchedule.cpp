@@ -88,6 +88,17 @@ struct VerifySchedulePass
         if (!workerOf.count(task.getId()))
           return task.emitOpError("task ") << task.getId() << " is on no worker";
     }
+    // Co-running tasks need a worker each. In a dynamic schedule that is
+    // enough: a worker blocks in one of them only once it holds it, and the
+    // tasks that wait for their output come later in the queue, so the
+    // group's tickets are all taken by workers that are free.
+    for (ArrayRef<int64_t> members : coRunningTasks(program))
+      if (int64_t(members.size()) > program.getWorkers())
+        return tasks.lookup(members.front()).emitOpError("task ")
+               << members.front() << " is one of " << members.size()
+               << " tasks that must run at the same time, but the program "
+                  "has "
+               << program.getWorkers() << " workers";
     return dynamic ? replayDynamic(program, queue, needs)
                    : replayStatic(program, block, lists, workerOf, tasks, needs);
   }

@@ -39,6 +39,7 @@
     "kernels/amd/*.h is HIP device code: compile with clang++ -x hip --offload-arch=gfx950 --cuda-device-only"
 #endif
 
+#include "kernels/common/DeviceAbi.h"
 #include "kernels/common/Numerics.h"
 
 #include <cstdint>
@@ -93,14 +94,15 @@ constexpr int64_t kLdsBytesGfx950 = 163840;
 //===----------------------------------------------------------------------===//
 // Status codes a body returns (block-uniform). 0 is success; the interpreter
 // writes any other value to LoomWorkerStatus::error. Negative values are the
-// interpreter's own (Interpreter.h). Same numbers as the NVIDIA bodies.
+// interpreter's own (Interpreter.h). The numbers are DeviceAbi.h's
+// LOOM_BODY_*, shared with the NVIDIA bodies and the runtime.
 //===----------------------------------------------------------------------===//
 
-constexpr int32_t kBodyOk = 0;
+constexpr int32_t kBodyOk = LOOM_BODY_OK;
 /// A meta value out of range (embedding: a token id >= vocab).
-constexpr int32_t kBodyBadIndex = 1;
+constexpr int32_t kBodyBadIndex = LOOM_BODY_BAD_INDEX;
 /// The dispatch gave less dynamic LDS than the body needs.
-constexpr int32_t kBodyLdsTooSmall = 2;
+constexpr int32_t kBodyLdsTooSmall = LOOM_BODY_SMEM_TOO_SMALL;
 
 //===----------------------------------------------------------------------===//
 // Integer helpers usable on both sides.

@@ -131,6 +131,14 @@ typedef struct LoomKernelArgs {
 #define LOOM_INLINE_BINDINGS_FIT(num_buffers)                                  \
   (LOOM_INLINE_BINDINGS_PARAM_BYTES(num_buffers) <= LOOM_KERNEL_PARAM_BYTES)
 
+/* What a task body returns (block-uniform), which a failing worker writes
+ * to LoomWorkerStatus::error: 0 is success; negative values are the
+ * loop's own (a wait aborted or timed out). The runtime names these. */
+#define LOOM_BODY_OK 0
+#define LOOM_BODY_BAD_INDEX 1      /* a meta value out of range */
+#define LOOM_BODY_SMEM_TOO_SMALL 2 /* less shared memory / LDS than needed */
+#define LOOM_BODY_WAIT_TIMED_OUT 3 /* its wait for other workers ran out */
+
 /* The words of LoomKernelArgs::control. */
 #define LOOM_CONTROL_FAILED 0  /* non-zero once a launch failed */
 #define LOOM_CONTROL_WORKERS 4 /* then per worker: launches it completed */

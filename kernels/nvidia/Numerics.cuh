@@ -20,6 +20,7 @@
 #ifndef LOOM_KERNELS_NVIDIA_NUMERICS_CUH
 #define LOOM_KERNELS_NVIDIA_NUMERICS_CUH
 
+#include "kernels/common/DeviceAbi.h"
 #include "kernels/common/Numerics.h"
 
 #include <cuda_bf16.h>
@@ -37,15 +38,15 @@ namespace nvidia {
 // interpreter's own (see Interpreter.cuh).
 //===----------------------------------------------------------------------===//
 
-constexpr int32_t kBodyOk = 0;
+constexpr int32_t kBodyOk = LOOM_BODY_OK;
 /// A meta value out of range: what a tile returns when embedding (which
 /// returns the host's bool) reports a token id >= vocab.
-constexpr int32_t kBodyBadIndex = 1;
+constexpr int32_t kBodyBadIndex = LOOM_BODY_BAD_INDEX;
 /// The launch gave less dynamic shared memory than the body needs.
-constexpr int32_t kBodySmemTooSmall = 2;
+constexpr int32_t kBodySmemTooSmall = LOOM_BODY_SMEM_TOO_SMALL;
 /// A body's own wait for other workers (the MLA pieces of a request) ran
 /// past its bound: a worker it waited for failed or never came.
-constexpr int32_t kBodyWaitTimedOut = 3;
+constexpr int32_t kBodyWaitTimedOut = LOOM_BODY_WAIT_TIMED_OUT;
 
 //===----------------------------------------------------------------------===//
 // Small integer helpers usable on both sides (std::min is host-only without

@@ -148,6 +148,27 @@ bool anyWorkerLeft(const std::vector<LoomWorkerStatus> &status) {
   return false;
 }
 
+/// "code N", with what DeviceAbi.h's LOOM_BODY_* codes mean.
+static std::string bodyCode(int32_t code) {
+  const char *what = nullptr;
+  switch (code) {
+  case LOOM_BODY_BAD_INDEX:
+    what = "a meta value out of range";
+    break;
+  case LOOM_BODY_SMEM_TOO_SMALL:
+    what = "less shared memory than the body needs";
+    break;
+  case LOOM_BODY_WAIT_TIMED_OUT:
+    what = "its wait for other workers ran out: one of them failed or never "
+           "came";
+    break;
+  default:
+    break;
+  }
+  return "code " + std::to_string(code) +
+         (what ? std::string(" (") + what + ")" : std::string());
+}
+
 bool bodyFailed(const LoomWorkerStatus &status) {
   return status.error != 0 && status.event < 0;
 }
@@ -181,7 +202,7 @@ std::string describeWorkers(const ProgramTable &table,
     ++listed;
     os << "\n  worker " << w << ": ";
     if (bodyFailed(s)) {
-      os << taskName(table, s.task) << " failed with code " << s.error;
+      os << taskName(table, s.task) << " failed with " << bodyCode(s.error);
       continue;
     }
     if (s.event < 0) {
@@ -263,8 +284,8 @@ std::string describeFailures(const ProgramTable &table,
     if (listed++)
       os << "\n";
     os << "program " << quoted(table.name()) << " launch " << epoch << ": "
-       << taskName(table, s.task) << " on worker " << w << " failed with code "
-       << s.error;
+       << taskName(table, s.task) << " on worker " << w << " failed with "
+       << bodyCode(s.error);
   }
   if (unlisted)
     os << "\n... and " << unlisted << " more failed workers";

@@ -406,6 +406,15 @@ TEST(CudaWatchdog, FailuresAndCompletion) {
             "\n  worker 2: task 't#3[0]' (id 3) failed with code 42"
             "\n  worker 3: task 't#2[0]' (id 2) failed with code -1"
             "\n  (2 other workers finished their tasks)");
+  // The bodies' own codes (DeviceAbi.h) are named.
+  failed[2] = record(3, -1, 0, 0, LOOM_BODY_WAIT_TIMED_OUT);
+  failed[3] = record(2, -1, 0, 0, LOOM_BODY_BAD_INDEX);
+  EXPECT_EQ(describeFailures(*table, failed, 6),
+            "program 'small' launch 6: task 't#3[0]' (id 3) on worker 2 "
+            "failed with code 3 (its wait for other workers ran out: one of "
+            "them failed or never came)\n"
+            "program 'small' launch 6: task 't#2[0]' (id 2) on worker 3 "
+            "failed with code 1 (a meta value out of range)");
 
   // Workers of a healthy NVIDIA launch write nothing: no one left early.
   std::vector<LoomWorkerStatus> silent(4, record(kWorkerNotStarted, -1));

@@ -122,3 +122,18 @@ loom.graph @co_running_behind target(#tiny) (input %x : memref<4xbf16>, output %
     loom.worker 1 tasks [2, 1]
   }
 }
+
+// -----
+
+// More co-running tasks than workers: they can never all run at once.
+#tiny = #loom.target<name = "tiny", arch = "host", workers = 2, lanes = 1, smem_per_block = 1048576, regs_per_worker = 0, hbm_gbps = 50, bf16_tflops = 1>
+loom.graph @co_running_too_many target(#tiny) (input %x : memref<4xbf16>, output %y : memref<4xbf16>) {
+  loom.add ins(%x, %x : memref<4xbf16>, memref<4xbf16>) outs(%y : memref<4xbf16>) {loom.op_id = 0 : i64, loom.counters = array<i64: 0, 1>}
+  loom.program workers(2) mode(dynamic) {
+    loom.event 0 needs(0)
+    // expected-error @+1 {{'loom.task' op task 0 is one of 3 tasks that must run at the same time, but the program has 2 workers}}
+    loom.task 0 op(0) phase(0) tile(0) waits [] triggers [] cost(1)
+    loom.task 1 op(0) phase(0) tile(1) waits [] triggers [] cost(1)
+    loom.task 2 op(0) phase(0) tile(2) waits [] triggers [] cost(1)
+  }
+}
