@@ -92,7 +92,8 @@ struct VerifySchedulePass
     // enough: a worker blocks in one of them only once it holds it, and the
     // tasks that wait for their output come later in the queue, so the
     // group's tickets are all taken by workers that are free.
-    for (ArrayRef<int64_t> members : coRunningTasks(program))
+    SmallVector<SmallVector<int64_t>> groups = coRunningTasks(program);
+    for (ArrayRef<int64_t> members : groups)
       if (int64_t(members.size()) > program.getWorkers())
         return tasks.lookup(members.front()).emitOpError("task ")
                << members.front() << " is one of " << members.size()
@@ -100,7 +101,8 @@ struct VerifySchedulePass
                   "has "
                << program.getWorkers() << " workers";
     return dynamic ? replayDynamic(program, queue, needs)
-                   : replayStatic(program, block, lists, workerOf, tasks, needs);
+                   : replayStatic(program, block, lists, workerOf, tasks, needs,
+                                  groups);
   }
 
   static bool canRun(TaskOp task, const DenseMap<int64_t, int64_t> &counts,
@@ -122,7 +124,8 @@ struct VerifySchedulePass
                              ArrayRef<SmallVector<int64_t>> lists,
                              const DenseMap<int64_t, int64_t> &workerOf,
                              const DenseMap<int64_t, TaskOp> &tasks,
-                             const DenseMap<int64_t, int64_t> &needs) {
+                             const DenseMap<int64_t, int64_t> &needs,
+                             ArrayRef<SmallVector<int64_t>> groups) {
     SmallVector<int64_t> worker_ids;
     DenseMap<int64_t, size_t> listIndex; // worker id -> its list in `lists`
     for (WorkerOp w : block.getOps<WorkerOp>()) {
@@ -133,7 +136,6 @@ struct VerifySchedulePass
     SmallVector<size_t> head(lists.size(), 0);
     // Co-running tasks wait for each other in their bodies: one runs only
     // when all are at the heads of their (distinct) workers' lists.
-    SmallVector<SmallVector<int64_t>> groups = coRunningTasks(program);
     DenseMap<int64_t, int64_t> groupOf;
     for (auto [g, members] : llvm::enumerate(groups))
       for (int64_t t : members) {

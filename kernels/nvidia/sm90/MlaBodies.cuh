@@ -527,6 +527,49 @@ __device__ __forceinline__ int64_t *mlaPrefixSlot(char *smem, int64_t used,
   return reinterpret_cast<int64_t *>(smem + (have - need));
 }
 
+/// The launch's request offsets (off[b] = tokens before request b, b <=
+/// batch) at the top of the shared memory above `used` bytes, or nullptr
+/// where they do not fit (then the walks read kv_lens); `total` the sum of
+/// kv_lens either way; `free` the bytes below them (all when none).
+struct MlaOffsets {
+  const int64_t *off;
+  int64_t total;
+  int64_t free;
+};
+
+template <int kThreads, typename T>
+__device__ __forceinline__ MlaOffsets mlaOffsets(const MlaParams<T> &p, char *smem,
+                                 int64_t used) {
+  constexpr int kScan = kThreads / 32; // the scan's scratch, then offsets
+  int64_t *slot = mlaPrefixSlot(smem, used, p.batch, kThreads);
+  if (!slot)
+    return {nullptr, mlaTotalTokens(p.kvLens, p.batch),
+            nv::dynamicSmemBytes()};
+  mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, slot + kScan, slot);
+  return {slot + kScan, slot[kScan + p.batch],
+          reinterpret_cast<char *>(slot) - smem};
+}
+
+/// Where a slot starting at line position `pos` begins its walk: the last
+/// request whose place on the line (off[b] + b gap: its gap, then its
+/// tokens; mlaLineStart) starts at or before `pos`, by binary search; 0
+/// without offsets.
+__device__ __forceinline__ int64_t mlaFirstRequest(const int64_t *off,
+                                                   int64_t batch, int64_t pos,
+                                                   int64_t gap) {
+  if (!off)
+    return 0;
+  int64_t lo = 0, hi = batch; // start(lo) <= pos, answer in [lo, hi)
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    if (off[mid] + mid * gap <= pos)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 } // namespace detail
 
 /// Shared memory the split needs for its tensor-core path.
@@ -548,19 +591,13 @@ template <int kThreads, typename T>
 __device__ __noinline__ int32_t mlaSplit(
     const MlaParams<T> &p, int64_t slot, int64_t numSlots, float *partialO,
     float *partialLse, char *smem, int64_t minSlotTokens = kMlaMinSlotTokens) {
-  constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
   const bool fast = detail::mlaUseFastSplit<kThreads>(p);
   const int64_t used =
       fast ? detail::kMlaSmemFast
            : mlaSplitGenericSmemBytes(p.numHeads, p.dimCkv, p.dimKpe);
-  int64_t *sPrefix = detail::mlaPrefixSlot(smem, used, p.batch, kThreads);
-  if (sPrefix)
-    detail::mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, sPrefix + kScan,
-                                      sPrefix);
-  // Offset of request b: from shared memory, else walked in global memory.
-  const int64_t total =
-      sPrefix ? sPrefix[kScan + p.batch] : mlaTotalTokens(p.kvLens, p.batch);
-  const MlaSlots slots = mlaSlots(total, numSlots, minSlotTokens);
+  const detail::MlaOffsets offsets = detail::mlaOffsets<kThreads>(p, smem, used);
+  const int64_t *off = offsets.off;
+  const MlaSlots slots = mlaSlots(offsets.total, numSlots, minSlotTokens);
   if (slot >= slots.active)
     return nv::kBodyOk;
   const int64_t mineBegin = slots.begin(slot);
@@ -570,24 +607,10 @@ __device__ __noinline__ int32_t mlaSplit(
   if (!fast && nv::dynamicSmemBytes() <
                    mlaSplitGenericSmemBytes(p.numHeads, p.dimCkv, p.dimKpe))
     return nv::kBodySmemTooSmall;
-  // First request that ends past mineBegin: binary search over the offsets.
-  int64_t b0 = 0, reqBegin = 0;
-  if (sPrefix) {
-    const int64_t *off = sPrefix + kScan;
-    int64_t lo = 0, hi = p.batch; // off[lo] <= mineBegin, answer in [lo, hi)
-    while (hi - lo > 1) {
-      const int64_t mid = (lo + hi) / 2;
-      if (off[mid] <= mineBegin)
-        lo = mid;
-      else
-        hi = mid;
-    }
-    b0 = lo;
-    reqBegin = off[lo];
-  }
+  const int64_t b0 = detail::mlaFirstRequest(off, p.batch, mineBegin, 0);
+  int64_t reqBegin = off ? off[b0] : 0;
   for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
-    const int64_t reqEnd =
-        sPrefix ? sPrefix[kScan + b + 1] : reqBegin + p.kvLens[b];
+    const int64_t reqEnd = off ? off[b + 1] : reqBegin + p.kvLens[b];
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
@@ -859,21 +882,14 @@ __device__ __noinline__ int32_t
 mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
          int64_t numSlots, const float *partialO, const float *partialLse,
          char *smem, int64_t minSlotTokens = kMlaMinSlotTokens) {
-  constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
-  int64_t have = nv::dynamicSmemBytes();
-  if (have < mlaMergeMinSmemBytes(p.numHeads))
+  if (nv::dynamicSmemBytes() < mlaMergeMinSmemBytes(p.numHeads))
     return nv::kBodySmemTooSmall;
   // The offsets go on top when the minimum for the weights stays below.
-  int64_t *sPrefix = detail::mlaPrefixSlot(
-      smem, mlaMergeMinSmemBytes(p.numHeads), p.batch, kThreads);
-  if (sPrefix) {
-    detail::mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, sPrefix + kScan,
-                                      sPrefix);
-    have = reinterpret_cast<char *>(sPrefix) - smem;
-  }
-  const int64_t total =
-      sPrefix ? sPrefix[kScan + p.batch] : mlaTotalTokens(p.kvLens, p.batch);
-  const MlaSlots slots = mlaSlots(total, numSlots, minSlotTokens);
+  const detail::MlaOffsets offsets = detail::mlaOffsets<kThreads>(
+      p, smem, mlaMergeMinSmemBytes(p.numHeads));
+  const int64_t *off = offsets.off;
+  const int64_t have = offsets.free;
+  const MlaSlots slots = mlaSlots(offsets.total, numSlots, minSlotTokens);
   float *sLseNat = reinterpret_cast<float *>(smem);
   float *sWeight = sLseNat + p.numHeads;
   // Pieces whose weights fit at once (>= 1 by the checks above).
@@ -881,14 +897,13 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
   // Units (request, head group), MlaMergeSplit: a short batch still spreads
   // over the merge tasks.
   const MlaMergeSplit split = mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
-  if (sPrefix) {
+  if (off) {
     for (int64_t u = task; u < split.units(p.batch); u += numMergeTasks) {
       const int64_t b = u / split.chunks, c = u - b * split.chunks;
       const int64_t h0 = c * split.headsPer;
       detail::mlaMergeRequest<kThreads>(
-          p, b, h0, imin(p.numHeads, h0 + split.headsPer), sPrefix[kScan + b],
-          sPrefix[kScan + b + 1], slots, partialO, partialLse, sLseNat, sWeight,
-          cap);
+          p, b, h0, imin(p.numHeads, h0 + split.headsPer), off[b], off[b + 1],
+          slots, partialO, partialLse, sLseNat, sWeight, cap);
     }
     return nv::kBodyOk;
   }
@@ -998,7 +1013,6 @@ __device__ __noinline__ int32_t
 mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
           float *partialO, float *partialLse, unsigned long long *arrivals,
           char *smem, int64_t minSlotTokens = kMlaPieceTokens) {
-  constexpr int kScan = kThreads / 32; // sPrefix: scan scratch, then offsets
   const bool fast = detail::mlaUseFastSplit<kThreads>(p);
   const int64_t have = nv::dynamicSmemBytes();
   const int64_t used =
@@ -1007,20 +1021,15 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
   // The merge needs each head's lse and at least one weight per head.
   if (have < imax(used, mlaMergeMinSmemBytes(p.numHeads)))
     return nv::kBodySmemTooSmall;
-  int64_t *sPrefix = detail::mlaPrefixSlot(smem, used, p.batch, kThreads);
-  if (sPrefix)
-    detail::mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, sPrefix + kScan,
-                                      sPrefix);
-  const int64_t *off = sPrefix ? sPrefix + kScan : nullptr;
-  const int64_t total = off ? off[p.batch] : mlaTotalTokens(p.kvLens, p.batch);
+  const detail::MlaOffsets offsets = detail::mlaOffsets<kThreads>(p, smem, used);
+  const int64_t *off = offsets.off;
   // The slots' line: each request's tokens after a gap of its fixed cost.
   constexpr int64_t kGap = kMlaPieceTokens;
   const MlaSlots slots =
-      mlaSlots(total + p.batch * kGap, numSlots, minSlotTokens);
+      mlaSlots(offsets.total + p.batch * kGap, numSlots, minSlotTokens);
   const int64_t H = p.numHeads, Dc = p.dimCkv;
-  // Shared memory the merges may use: all but the offsets on top.
-  const int64_t mergeFloats =
-      ((sPrefix ? reinterpret_cast<char *>(sPrefix) - smem : have)) / 4;
+  // Shared memory the merges may use: all below the offsets.
+  const int64_t mergeFloats = offsets.free / 4;
 
   // Empty requests: o = 0, lse = -inf.
   for (int64_t b = slot; b < p.batch; b += numSlots) {
@@ -1038,22 +1047,9 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
   if (mineBegin >= mineEnd)
     return nv::kBodyOk;
 
-  // The last request whose gap starts at or before mineBegin (line
-  // position off[b] + b kGap); request b's tokens are [reqBegin, reqEnd).
-  int64_t b0 = 0, before = 0; // tokens of the requests before b0
-  if (off) {
-    int64_t lo = 0, hi = p.batch; // start(lo) <= mineBegin, answer in [lo, hi)
-    while (hi - lo > 1) {
-      const int64_t mid = (lo + hi) / 2;
-      if (off[mid] + mid * kGap <= mineBegin)
-        lo = mid;
-      else
-        hi = mid;
-    }
-    b0 = lo;
-    before = off[lo];
-  }
-  int64_t reqBegin = mlaLineStart(before, b0, kGap);
+  // Request b's tokens are [reqBegin, reqEnd) on the line.
+  const int64_t b0 = detail::mlaFirstRequest(off, p.batch, mineBegin, kGap);
+  int64_t reqBegin = mlaLineStart(off ? off[b0] : 0, b0, kGap);
   // Split requests this slot holds a piece of: only its first and last
   // pieces can be partial. Thread 0 keeps what its arrival saw.
   int64_t pendB[2], pendBegin[2], pendEnd[2];
