@@ -275,11 +275,13 @@ mlaStorePiece(const float (&acc)[8][4], int64_t hg, int64_t nh, float *pieceO,
 
 /// Tensor-core split of one piece: request b's local tokens [tokBegin,
 /// tokEnd), all heads, into the piece's partial_o rows and lse, or, when
-/// `out` is set (the piece is the whole request), into o and lse.
+/// `out` is set (the piece is the whole request), into o and lse. `pages`:
+/// the request's page ids (kv_indices + kv_indptr[b]).
 template <typename T>
 __device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
-                                  int64_t tokBegin, int64_t tokEnd,
-                                  float *pieceO, float *pieceLse, char *smem,
+                                  const int32_t *pages, int64_t tokBegin,
+                                  int64_t tokEnd, float *pieceO,
+                                  float *pieceLse, char *smem,
                                   T *out = nullptr, float *outLse = nullptr) {
   constexpr int kThreads = 256;
   const int tid = threadIdx.x;
@@ -296,7 +298,7 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
   const T *qNope = params.qNope, *qPe = params.qPe;
   const T *ckv = params.ckvCache, *kpe = params.kpeCache;
   const int64_t H = params.numHeads;
-  const MlaPageMap map(params.kvIndices + params.kvIndptr[b], params.pageSize);
+  const MlaPageMap map(pages, params.pageSize);
   const int64_t len = tokEnd - tokBegin;
   const int64_t nTiles = ceilDiv(len, kMlaTile);
   const float scale2 = params.smScale * nv::kLog2e;
@@ -468,21 +470,26 @@ __device__ bool mlaUseFastSplit(const MlaParams<T> &p) {
 }
 
 /// The requests' token offsets, sPrefix[b] = kv_lens[0] + ... + kv_lens[b-1]
-/// for b <= batch, computed by the whole block in shared memory. Walking the
-/// requests through global memory costs one dependent load (~0.5-1 us) per
-/// request on every task; here each thread loads its share at once and the
-/// walks below read shared memory. `sScan` holds kThreads / 32 int64s.
+/// for b <= batch, computed by the whole block in shared memory, and their
+/// first page ids' places sIndptr[b] = kv_indptr[b] for b < batch. Walking
+/// the requests through global memory costs one dependent load (~0.5-1 us)
+/// per request on every task, and kv_indptr[b] one more before a piece's
+/// page ids; here each thread loads its share at once, with the same round
+/// trip. `sScan` holds kThreads / 32 int64s.
 template <int kThreads>
-__device__ void mlaPrefixToSmem(const int32_t *kvLens, int64_t batch,
-                                int64_t *sPrefix, int64_t *sScan) {
+__device__ void mlaPrefixToSmem(const int32_t *kvLens, const int32_t *kvIndptr,
+                                int64_t batch, int64_t *sPrefix,
+                                int64_t *sScan, int32_t *sIndptr) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t per = ceilDiv(batch, int64_t(kThreads));
   const int64_t lo = imin(int64_t(threadIdx.x) * per, batch);
   const int64_t hi = imin(lo + per, batch);
   int64_t mine = 0;
-  for (int64_t b = lo; b < hi; ++b)
+  for (int64_t b = lo; b < hi; ++b) {
     mine += kvLens[b];
+    sIndptr[b] = kvIndptr[b];
+  }
   // Inclusive scan of `mine` over the block: warps, then warp totals.
   int64_t inc = mine;
 #pragma unroll
@@ -509,10 +516,12 @@ __device__ void mlaPrefixToSmem(const int32_t *kvLens, int64_t batch,
   __syncthreads();
 }
 
-/// Bytes mlaPrefixToSmem needs at the top of the dynamic shared memory.
+/// Bytes mlaPrefixToSmem needs at the top of the dynamic shared memory:
+/// the scan's scratch, the offsets, then kv_indptr's copy.
 __device__ __forceinline__ int64_t mlaPrefixSmemBytes(int64_t batch,
                                                       int kThreads) {
-  return roundUp((batch + 1) * 8 + int64_t(kThreads / 32) * 8, 16);
+  return roundUp((batch + 1) * 8 + int64_t(kThreads / 32) * 8 + batch * 4,
+                 16);
 }
 
 /// Its place: the top of the dynamic shared memory, so the bodies' own
@@ -528,13 +537,22 @@ __device__ __forceinline__ int64_t *mlaPrefixSlot(char *smem, int64_t used,
 }
 
 /// The launch's request offsets (off[b] = tokens before request b, b <=
-/// batch) at the top of the shared memory above `used` bytes, or nullptr
-/// where they do not fit (then the walks read kv_lens); `total` the sum of
-/// kv_lens either way; `free` the bytes below them (all when none).
+/// batch) and kv_indptr's copy at the top of the shared memory above
+/// `used` bytes, or nullptr where they do not fit (then the walks read
+/// kv_lens and kv_indptr); `total` the sum of kv_lens either way; `free`
+/// the bytes below them (all when none).
 struct MlaOffsets {
   const int64_t *off;
+  const int32_t *indptr;
   int64_t total;
   int64_t free;
+
+  /// Request b's page ids.
+  template <typename T>
+  __device__ __forceinline__ const int32_t *pages(const MlaParams<T> &p,
+                                                  int64_t b) const {
+    return p.kvIndices + (indptr ? indptr[b] : p.kvIndptr[b]);
+  }
 };
 
 template <int kThreads, typename T>
@@ -543,10 +561,12 @@ __device__ __forceinline__ MlaOffsets mlaOffsets(const MlaParams<T> &p, char *sm
   constexpr int kScan = kThreads / 32; // the scan's scratch, then offsets
   int64_t *slot = mlaPrefixSlot(smem, used, p.batch, kThreads);
   if (!slot)
-    return {nullptr, mlaTotalTokens(p.kvLens, p.batch),
+    return {nullptr, nullptr, mlaTotalTokens(p.kvLens, p.batch),
             nv::dynamicSmemBytes()};
-  mlaPrefixToSmem<kThreads>(p.kvLens, p.batch, slot + kScan, slot);
-  return {slot + kScan, slot[kScan + p.batch],
+  int32_t *indptr = reinterpret_cast<int32_t *>(slot + kScan + p.batch + 1);
+  mlaPrefixToSmem<kThreads>(p.kvLens, p.kvIndptr, p.batch, slot + kScan, slot,
+                            indptr);
+  return {slot + kScan, indptr, slot[kScan + p.batch],
           reinterpret_cast<char *>(slot) - smem};
 }
 
@@ -620,7 +640,8 @@ __device__ __noinline__ int32_t mlaSplit(
       if constexpr (kThreads == 256 &&
                     (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)) {
         if (fast) {
-          detail::mlaSplitPieceFast(p, b, begin - reqBegin, end - reqBegin,
+          detail::mlaSplitPieceFast(p, b, offsets.pages(p, b),
+                                    begin - reqBegin, end - reqBegin,
                                     pieceO, pieceLse, smem);
           reqBegin = reqEnd;
           continue;
@@ -979,6 +1000,135 @@ __device__ void mlaMergeSlice(const MlaParams<T> &p, int64_t b,
                              partialO, partialLse, sLseNat, sWeight, H);
 }
 
+/// One slot's share of a split request's merge: units [u0, u1) of the
+/// request's H Dc / 4 units of four floats (slice j of k, k the request's
+/// pieces, j counted from its first slot), pieces [first, first + span).
+struct MlaMergeJob {
+  int64_t first;
+  int32_t span, u0, u1;
+};
+
+/// The job of slot `slot` for the request on line positions [reqBegin,
+/// reqEnd): 32-bit arithmetic (units <= 2^24, checked by the caller), no
+/// division call, worked out before the wait for the other pieces.
+__device__ __forceinline__ MlaMergeJob mlaMergeJobOf(const MlaSlots &slots,
+                                                     int64_t b, int64_t slot,
+                                                     int64_t reqBegin,
+                                                     int64_t reqEnd,
+                                                     int32_t units) {
+  const int64_t s0 = slots.slotOf(reqBegin), s1 = slots.slotOf(reqEnd - 1);
+  const uint32_t k = uint32_t(s1 - s0 + 1), j = uint32_t(slot - s0);
+  return {MlaSlots::piece(s0, b), int32_t(k),
+          int32_t(j * uint32_t(units) / k),
+          int32_t((j + 1) * uint32_t(units) / k)};
+}
+
+/// The merge of one job in a single pass: o's units and the base-2 lse of
+/// the heads they touch. Each unit's pieces are split over G lanes (every
+/// G-th piece, up to kP loads at a time for each of kU units), each lane
+/// keeps a running max, sum of weights and weighted sum, and the G lanes
+/// combine theirs with shuffles: no shared memory, no barrier, and the
+/// LSEs and partial rows of a pass are all in flight at once. G depends on
+/// the span only, so every slice of a request gets a head's LSE alike.
+template <int kThreads, typename T>
+__device__ __forceinline__ void
+mlaMergeOnline(const MlaMergeJob &job, T *o, float *lse, const float *partialO,
+               const float *partialLse, int32_t unitsPerHead, int64_t H,
+               int64_t Dc) {
+  constexpr int kU = 2, kP = 4;
+  int32_t G = 1;
+  while (G < 32 && G * kP < job.span)
+    G *= 2;
+  const int32_t g = int32_t(threadIdx.x) & (G - 1);
+  const int32_t unitLanes = kThreads / G; // units a pass covers per kU
+  const int64_t pieceFloats = H * Dc;
+  const float *lseOf = partialLse + job.first * H;
+  const float *rowOf = partialO + job.first * pieceFloats;
+  // Uniform trip counts: the shuffles below need every lane of a warp.
+  for (int32_t base = job.u0; base < job.u1; base += unitLanes * kU) {
+    int32_t v[kU], h[kU];
+    float m[kU], d[kU], acc[kU][4];
+#pragma unroll
+    for (int i = 0; i < kU; ++i) {
+      v[i] = base + int32_t(threadIdx.x) / G + i * unitLanes;
+      h[i] = v[i] < job.u1 ? v[i] / unitsPerHead : -1;
+      m[i] = nv::kNegInf;
+      d[i] = 0.f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc[i][e] = 0.f;
+    }
+    for (int32_t j0 = g; j0 < job.span; j0 += G * kP) {
+      float l[kU][kP];
+      float4 x[kU][kP];
+#pragma unroll
+      for (int i = 0; i < kU; ++i)
+#pragma unroll
+        for (int q = 0; q < kP; ++q) {
+          const int32_t j = j0 + q * G;
+          const bool in = h[i] >= 0 && j < job.span;
+          // Plain (coherent) loads: other blocks wrote the pieces.
+          l[i][q] = in ? lseOf[int64_t(j) * H + h[i]] * nv::kLog2e
+                       : nv::kNegInf;
+          x[i][q] = in ? *reinterpret_cast<const float4 *>(
+                             rowOf + int64_t(j) * pieceFloats +
+                             int64_t(v[i]) * 4)
+                       : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+      for (int i = 0; i < kU; ++i) {
+        float mx = m[i];
+#pragma unroll
+        for (int q = 0; q < kP; ++q)
+          mx = fmaxf(mx, l[i][q]);
+        if (mx == nv::kNegInf)
+          continue; // no piece here yet
+        const float a = nv::rescale2(m[i], mx);
+        d[i] *= a;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc[i][e] *= a;
+#pragma unroll
+        for (int q = 0; q < kP; ++q) {
+          const float w = nv::rescale2(l[i][q], mx);
+          d[i] += w;
+          acc[i][0] = fmaf(w, x[i][q].x, acc[i][0]);
+          acc[i][1] = fmaf(w, x[i][q].y, acc[i][1]);
+          acc[i][2] = fmaf(w, x[i][q].z, acc[i][2]);
+          acc[i][3] = fmaf(w, x[i][q].w, acc[i][3]);
+        }
+        m[i] = mx;
+      }
+    }
+    for (int32_t off = G / 2; off > 0; off /= 2)
+#pragma unroll
+      for (int i = 0; i < kU; ++i) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m[i], off);
+        const float d2 = __shfl_xor_sync(0xffffffffu, d[i], off);
+        const float mx = fmaxf(m[i], m2);
+        const float a = nv::rescale2(m[i], mx), c = nv::rescale2(m2, mx);
+        d[i] = d[i] * a + d2 * c;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc[i][e] = acc[i][e] * a +
+                      __shfl_xor_sync(0xffffffffu, acc[i][e], off) * c;
+        m[i] = mx;
+      }
+#pragma unroll
+    for (int i = 0; i < kU; ++i) {
+      if (g != 0 || h[i] < 0)
+        continue;
+      // d >= 1: the largest weight is 2^0.
+      const float inv = nv::rcpAtLeastOne(d[i]);
+      const float out[4] = {acc[i][0] * inv, acc[i][1] * inv,
+                            acc[i][2] * inv, acc[i][3] * inv};
+      MlaVec<4>::store(o, int64_t(v[i]), out);
+      if (v[i] == job.u0 || v[i] % unitsPerHead == 0)
+        lse[h[i]] = m[i] + nv::fastLog2(d[i]);
+    }
+  }
+}
+
 /// Thread 0 waits until request b's counter reaches the launch's target,
 /// from the value its own arrival saw; the block follows. False: timed out.
 __device__ __forceinline__ bool mlaAwaitPieces(unsigned long long *counter,
@@ -1069,7 +1219,8 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
                     (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)) {
         if (fast) {
           direct = whole;
-          detail::mlaSplitPieceFast(p, b, begin - reqBegin, end - reqBegin,
+          detail::mlaSplitPieceFast(p, b, offsets.pages(p, b),
+                                    begin - reqBegin, end - reqBegin,
                                     pieceO, pieceLse, smem,
                                     whole ? p.o + b * H * Dc : nullptr,
                                     whole ? p.lse + b * H : nullptr);
@@ -1102,15 +1253,26 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
   }
 
   // Merge this slot's slice of each split request once all its pieces are
-  // in: slice j of k, j counted from the request's first slot.
+  // in: slice j of k, j counted from the request's first slot. Units of
+  // four floats when a head's row holds whole ones (a single pass, its
+  // arithmetic done while the other pieces are still on their way).
+  const bool online = Dc % 4 == 0 && H * Dc / 4 <= (int64_t(1) << 24) &&
+                      nv::isAligned16(p.o);
   for (int i = 0; i < pending; ++i) {
-    if (!detail::mlaAwaitPieces(arrivals + pendB[i], pendSeen[i]))
+    const int64_t b = pendB[i];
+    const detail::MlaMergeJob job = detail::mlaMergeJobOf(
+        slots, b, slot, pendBegin[i], pendEnd[i], int32_t(H * Dc / 4));
+    if (!detail::mlaAwaitPieces(arrivals + b, pendSeen[i]))
       return nv::kBodyWaitTimedOut;
+    if (online) {
+      detail::mlaMergeOnline<kThreads>(job, p.o + b * H * Dc, p.lse + b * H,
+                                       partialO, partialLse,
+                                       int32_t(Dc / 4), H, Dc);
+      continue;
+    }
     const int64_t s0 = slots.slotOf(pendBegin[i]);
-    const int64_t s1 = slots.slotOf(pendEnd[i] - 1);
-    detail::mlaMergeSlice<kThreads>(p, pendB[i], pendBegin[i], pendEnd[i],
-                                    slots, slot - s0, s1 - s0 + 1, partialO,
-                                    partialLse,
+    detail::mlaMergeSlice<kThreads>(p, b, pendBegin[i], pendEnd[i], slots,
+                                    slot - s0, job.span, partialO, partialLse,
                                     reinterpret_cast<float *>(smem),
                                     mergeFloats);
   }
