@@ -46,6 +46,10 @@ struct DeviceKernelInfo {
 struct DeviceSpelling {
   std::vector<std::string> includes; ///< after DeviceAbi.h; "<x>" verbatim
   TileDialect tiles;
+  /// The tile function's qualifier when the kernel has only one (empty:
+  /// tiles.qualifier): a lone function inlined into the worker loop costs
+  /// no call and no stack copy of its operands.
+  std::string singleTileQualifier;
   /// Qualifiers of `runTask` (the switch over tile functions).
   std::string runTaskQualifier;
   /// Attributes between `__global__ void` and the kernel's name.

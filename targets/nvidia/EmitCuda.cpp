@@ -22,9 +22,12 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
                        "kernels/nvidia/sm90/KdaBodies.cuh",
                        "kernels/nvidia/sm90/MlaBodies.cuh"};
   // Separate functions (not inlined into one switch): each body keeps its
-  // own register allocation pressure out of the others'.
+  // own register allocation pressure out of the others'. A kernel of one
+  // function inlines it (a cold MLA launch is faster with its calls
+  // inlined: bench/results/h200/2026-12-02-e/ab-cold-warm.txt).
   spelling.tiles = {"loom::sm90::", "__device__ __noinline__", ", char *smem",
                     ", smem", "<kThreads>", /*bodiesReturnStatus=*/true};
+  spelling.singleTileQualifier = "__device__ __forceinline__";
   spelling.tiles.bindingType = "LoomTaskBinding";
   // One-phase MLA keeps per-request counters among the events.
   spelling.tiles.passEvents = true;

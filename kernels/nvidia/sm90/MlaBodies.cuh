@@ -1023,22 +1023,31 @@ __device__ __forceinline__ MlaMergeJob mlaMergeJobOf(const MlaSlots &slots,
           int32_t((j + 1) * uint32_t(units) / k)};
 }
 
-/// The merge of one job in a single pass: o's units and the base-2 lse of
-/// the heads they touch. Each unit's pieces are split over G lanes (every
-/// G-th piece, up to kP loads at a time for each of kU units), each lane
-/// keeps a running max, sum of weights and weighted sum, and the G lanes
-/// combine theirs with shuffles: no shared memory, no barrier, and the
-/// LSEs and partial rows of a pass are all in flight at once. G depends on
-/// the span only, so every slice of a request gets a head's LSE alike.
+/// The merge of one job in a single pass: o's units, and the base-2 lse of
+/// each head whose first unit the job holds (so exactly one slice writes
+/// it). Each unit's pieces are split over G lanes (every G-th piece, kP
+/// loads at a time for each of a thread's kU units), each lane keeps a
+/// running max, sum of weights and weighted sum, and the G lanes combine
+/// theirs with shuffles: no shared memory, no barrier. G is the power of
+/// two with the fewest rounds of loads (passes over the units times chunks
+/// of a lane's pieces): lanes over units for a wide slice of few pieces,
+/// over pieces for a narrow slice of many.
 template <int kThreads, typename T>
 __device__ __forceinline__ void
 mlaMergeOnline(const MlaMergeJob &job, T *o, float *lse, const float *partialO,
                const float *partialLse, int32_t unitsPerHead, int64_t H,
                int64_t Dc) {
-  constexpr int kU = 2, kP = 4;
-  int32_t G = 1;
-  while (G < 32 && G * kP < job.span)
-    G *= 2;
+  constexpr int kU = 4, kP = 4;
+  const int32_t units = job.u1 - job.u0;
+  int32_t G = 1, rounds = INT32_MAX;
+  for (int32_t c = 1; c <= 32; c *= 2) {
+    const int32_t passes = (units * c + kThreads * kU - 1) / (kThreads * kU);
+    const int32_t chunks = (job.span + c * kP - 1) / (c * kP);
+    if (passes * chunks < rounds) {
+      rounds = passes * chunks;
+      G = c;
+    }
+  }
   const int32_t g = int32_t(threadIdx.x) & (G - 1);
   const int32_t unitLanes = kThreads / G; // units a pass covers per kU
   const int64_t pieceFloats = H * Dc;
@@ -1123,7 +1132,7 @@ mlaMergeOnline(const MlaMergeJob &job, T *o, float *lse, const float *partialO,
       const float out[4] = {acc[i][0] * inv, acc[i][1] * inv,
                             acc[i][2] * inv, acc[i][3] * inv};
       MlaVec<4>::store(o, int64_t(v[i]), out);
-      if (v[i] == job.u0 || v[i] % unitsPerHead == 0)
+      if (v[i] % unitsPerHead == 0)
         lse[h[i]] = m[i] + nv::fastLog2(d[i]);
     }
   }
@@ -1157,9 +1166,11 @@ __device__ __forceinline__ bool mlaAwaitPieces(unsigned long long *counter,
 /// request (so k pieces merge k slices at once). Empty requests are zeroed
 /// by slot b % numSlots. `arrivals` holds max_batch counters that only grow
 /// (kMlaLaunchArrivals per request and launch); all numSlots tasks must be
-/// resident together (the persistent launch guarantees it).
+/// resident together (the persistent launch guarantees it). Inlined: a
+/// program calls it from its one tile function, and a call costs a cold
+/// launch its stack copy of the operands and a jump to far code.
 template <int kThreads, typename T>
-__device__ __noinline__ int32_t
+__device__ __forceinline__ int32_t
 mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
           float *partialO, float *partialLse, unsigned long long *arrivals,
           char *smem, int64_t minSlotTokens = kMlaPieceTokens) {
