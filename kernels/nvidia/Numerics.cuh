@@ -235,6 +235,24 @@ __device__ __forceinline__ float rescale2(float m, float mNew) {
   return m == kNegInf ? 0.f : fastExp2(m - mNew);
 }
 
+/// A running softmax state (base-2 max m, weight sum l, kN weighted sums
+/// acc) combined with lane ^ off's by shuffles: both lanes end with the
+/// pair's state. Every lane of the warp must take part.
+template <int kN>
+__device__ __forceinline__ void combineSoftmaxWithLane(float &m, float &l,
+                                                       float (&acc)[kN],
+                                                       int off) {
+  const float m2 = __shfl_xor_sync(0xffffffffu, m, off);
+  const float l2 = __shfl_xor_sync(0xffffffffu, l, off);
+  const float mNew = fmaxf(m, m2);
+  const float a = rescale2(m, mNew), c = rescale2(m2, mNew);
+  l = l * a + l2 * c;
+#pragma unroll
+  for (int e = 0; e < kN; ++e)
+    acc[e] = acc[e] * a + __shfl_xor_sync(0xffffffffu, acc[e], off) * c;
+  m = mNew;
+}
+
 __device__ __forceinline__ float warpSum(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2)

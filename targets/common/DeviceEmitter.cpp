@@ -13,6 +13,11 @@
 using namespace mlir;
 using namespace mlir::loom;
 
+/// The tile function a task runs: its (layer op, phase).
+static std::pair<int64_t, int64_t> tileFunctionOf(const TableTask &task) {
+  return {task.op->getAttrOfType<IntegerAttr>(kOpIdAttr).getInt(), task.phase};
+}
+
 LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
                                            const DeviceSpelling &spelling,
                                            std::string &source,
@@ -26,11 +31,9 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   TileDialect dialect = spelling.tiles;
   dialect.shareFunctions |= info.shareTileFunctions;
   if (!spelling.singleTileQualifier.empty()) {
-    llvm::DenseSet<std::pair<int64_t, int64_t>> tileFunctions; // (op, phase)
+    llvm::DenseSet<std::pair<int64_t, int64_t>> tileFunctions;
     for (const TableTask &task : table->tasks)
-      tileFunctions.insert(
-          {task.op->getAttrOfType<IntegerAttr>(kOpIdAttr).getInt(),
-           task.phase});
+      tileFunctions.insert(tileFunctionOf(task));
     if (tileFunctions.size() == 1)
       dialect.qualifier = spelling.singleTileQualifier;
   }
@@ -60,8 +63,7 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   llvm::SmallVector<TileAddress> addresses;
   std::vector<int64_t> taskFunction; // the runTask case of each task
   for (const TableTask &task : table->tasks) {
-    int64_t opId = task.op->getAttrOfType<IntegerAttr>(kOpIdAttr).getInt();
-    auto key = std::make_pair(opId, task.phase);
+    const auto key = tileFunctionOf(task);
     auto [it, inserted] = functionIndex.try_emplace(key, functions.size());
     if (inserted) {
       functions.push_back(key);
@@ -86,9 +88,7 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   }
   if (shared) {
     printTaskInts("dTaskAddresses", [&](size_t i) {
-      const TableTask &task = table->tasks[i];
-      int64_t opId = task.op->getAttrOfType<IntegerAttr>(kOpIdAttr).getInt();
-      return addressBegin[functionIndex[{opId, task.phase}]];
+      return addressBegin[functionIndex[tileFunctionOf(table->tasks[i])]];
     });
     os << "__device__ const LoomAddressRef dAddresses[] = {";
     for (auto [i, a] : llvm::enumerate(addresses))

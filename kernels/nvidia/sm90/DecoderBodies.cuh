@@ -781,19 +781,8 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
 #pragma unroll
   for (int off = kLpr; off < 32; off *= 2) {
 #pragma unroll
-    for (int h = 0; h < kG; ++h) {
-      const float m2 = __shfl_xor_sync(0xffffffffu, m[h], off);
-      const float l2 = __shfl_xor_sync(0xffffffffu, l[h], off);
-      const float mNew = fmaxf(m[h], m2);
-      const float a = nv::rescale2(m[h], mNew), c = nv::rescale2(m2, mNew);
-      l[h] = l[h] * a + l2 * c;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float acc2 = __shfl_xor_sync(0xffffffffu, acc[h][e], off);
-        acc[h][e] = acc[h][e] * a + acc2 * c;
-      }
-      m[h] = mNew;
-    }
+    for (int h = 0; h < kG; ++h)
+      nv::combineSoftmaxWithLane(m[h], l[h], acc[h], off);
   }
 
   // Warps: [kWarps][kG][D] partial sums, then [kWarps][kG] m and l.

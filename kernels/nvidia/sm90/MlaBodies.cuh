@@ -1000,17 +1000,27 @@ __device__ void mlaMergeSlice(const MlaParams<T> &p, int64_t b,
                              partialO, partialLse, sLseNat, sWeight, H);
 }
 
+/// The online merge's loads in flight per thread: kMlaMergeUnits units,
+/// kMlaMergePieces pieces of each at a time.
+constexpr int kMlaMergeUnits = 4, kMlaMergePieces = 4;
+
 /// One slot's share of a split request's merge: units [u0, u1) of the
 /// request's H Dc / 4 units of four floats (slice j of k, k the request's
-/// pieces, j counted from its first slot), pieces [first, first + span).
+/// pieces, j counted from its first slot), pieces [first, first + span),
+/// `lanes` lanes per unit.
 struct MlaMergeJob {
   int64_t first;
-  int32_t span, u0, u1;
+  int32_t span, u0, u1, lanes;
 };
 
 /// The job of slot `slot` for the request on line positions [reqBegin,
 /// reqEnd): 32-bit arithmetic (units <= 2^24, checked by the caller), no
-/// division call, worked out before the wait for the other pieces.
+/// division call, worked out before the wait for the other pieces. The
+/// lanes per unit: the power of two with the fewest rounds of loads
+/// (passes over the units times chunks of a lane's pieces), so lanes go
+/// over units for a wide slice of few pieces, over pieces for a narrow
+/// slice of many.
+template <int kThreads>
 __device__ __forceinline__ MlaMergeJob mlaMergeJobOf(const MlaSlots &slots,
                                                      int64_t b, int64_t slot,
                                                      int64_t reqBegin,
@@ -1018,36 +1028,36 @@ __device__ __forceinline__ MlaMergeJob mlaMergeJobOf(const MlaSlots &slots,
                                                      int32_t units) {
   const int64_t s0 = slots.slotOf(reqBegin), s1 = slots.slotOf(reqEnd - 1);
   const uint32_t k = uint32_t(s1 - s0 + 1), j = uint32_t(slot - s0);
-  return {MlaSlots::piece(s0, b), int32_t(k),
-          int32_t(j * uint32_t(units) / k),
-          int32_t((j + 1) * uint32_t(units) / k)};
+  MlaMergeJob job{MlaSlots::piece(s0, b), int32_t(k),
+                  int32_t(j * uint32_t(units) / k),
+                  int32_t((j + 1) * uint32_t(units) / k), 1};
+  constexpr int32_t kPerPass = kThreads * kMlaMergeUnits;
+  int32_t rounds = INT32_MAX;
+  for (int32_t c = 1; c <= 32; c *= 2) {
+    const int32_t passes = ((job.u1 - job.u0) * c + kPerPass - 1) / kPerPass;
+    const int32_t chunks =
+        (job.span + c * kMlaMergePieces - 1) / (c * kMlaMergePieces);
+    if (passes * chunks < rounds) {
+      rounds = passes * chunks;
+      job.lanes = c;
+    }
+  }
+  return job;
 }
 
 /// The merge of one job in a single pass: o's units, and the base-2 lse of
 /// each head whose first unit the job holds (so exactly one slice writes
-/// it). Each unit's pieces are split over G lanes (every G-th piece, kP
-/// loads at a time for each of a thread's kU units), each lane keeps a
-/// running max, sum of weights and weighted sum, and the G lanes combine
-/// theirs with shuffles: no shared memory, no barrier. G is the power of
-/// two with the fewest rounds of loads (passes over the units times chunks
-/// of a lane's pieces): lanes over units for a wide slice of few pieces,
-/// over pieces for a narrow slice of many.
+/// it). Each unit's pieces are split over G = job.lanes lanes (every G-th
+/// piece, kP loads at a time for each of a thread's kU units), each lane
+/// keeps a running max, sum of weights and weighted sum, and the G lanes
+/// combine theirs with shuffles: no shared memory, no barrier.
 template <int kThreads, typename T>
 __device__ __forceinline__ void
 mlaMergeOnline(const MlaMergeJob &job, T *o, float *lse, const float *partialO,
                const float *partialLse, int32_t unitsPerHead, int64_t H,
                int64_t Dc) {
-  constexpr int kU = 4, kP = 4;
-  const int32_t units = job.u1 - job.u0;
-  int32_t G = 1, rounds = INT32_MAX;
-  for (int32_t c = 1; c <= 32; c *= 2) {
-    const int32_t passes = (units * c + kThreads * kU - 1) / (kThreads * kU);
-    const int32_t chunks = (job.span + c * kP - 1) / (c * kP);
-    if (passes * chunks < rounds) {
-      rounds = passes * chunks;
-      G = c;
-    }
-  }
+  constexpr int kU = kMlaMergeUnits, kP = kMlaMergePieces;
+  const int32_t G = job.lanes;
   const int32_t g = int32_t(threadIdx.x) & (G - 1);
   const int32_t unitLanes = kThreads / G; // units a pass covers per kU
   const int64_t pieceFloats = H * Dc;
@@ -1111,18 +1121,8 @@ mlaMergeOnline(const MlaMergeJob &job, T *o, float *lse, const float *partialO,
     }
     for (int32_t off = G / 2; off > 0; off /= 2)
 #pragma unroll
-      for (int i = 0; i < kU; ++i) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m[i], off);
-        const float d2 = __shfl_xor_sync(0xffffffffu, d[i], off);
-        const float mx = fmaxf(m[i], m2);
-        const float a = nv::rescale2(m[i], mx), c = nv::rescale2(m2, mx);
-        d[i] = d[i] * a + d2 * c;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          acc[i][e] = acc[i][e] * a +
-                      __shfl_xor_sync(0xffffffffu, acc[i][e], off) * c;
-        m[i] = mx;
-      }
+      for (int i = 0; i < kU; ++i)
+        nv::combineSoftmaxWithLane(m[i], d[i], acc[i], off);
 #pragma unroll
     for (int i = 0; i < kU; ++i) {
       if (g != 0 || h[i] < 0)
@@ -1271,7 +1271,7 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
                       nv::isAligned16(p.o);
   for (int i = 0; i < pending; ++i) {
     const int64_t b = pendB[i];
-    const detail::MlaMergeJob job = detail::mlaMergeJobOf(
+    const detail::MlaMergeJob job = detail::mlaMergeJobOf<kThreads>(
         slots, b, slot, pendBegin[i], pendEnd[i], int32_t(H * Dc / 4));
     if (!detail::mlaAwaitPieces(arrivals + b, pendSeen[i]))
       return nv::kBodyWaitTimedOut;
