@@ -79,10 +79,29 @@ PartitionAttr partitionElements(Operation *op, TargetAttr target,
                        {costNs(target, bytesPerElement * perTask, 0)});
 }
 
+/// Weight bytes of a linear.
+double linearWeightBytes(LinearOp op, const GraphBounds &b) {
+  return double(trailing(op.getY(), 1, b)) * trailing(op.getX(), 1, b) *
+         elemBytes(op.getWeight());
+}
+
+/// The workers a linear gets: linears that read the same x (a layer's Q, K
+/// and V; gate and up) are ready together, so they share the chip in
+/// proportion to their weight bytes instead of each splitting K to fill it.
+int64_t linearWorkers(LinearOp op, TargetAttr target, const GraphBounds &b) {
+  double all = 0;
+  for (Operation *user : op.getX().getUsers())
+    if (auto sibling = dyn_cast<LinearOp>(user);
+        sibling && sibling.getX() == op.getX())
+      all += linearWeightBytes(sibling, b);
+  double share = all > 0 ? linearWeightBytes(op, b) / all : 1.0;
+  return std::max<int64_t>(1, std::llround(share * target.getWorkers()));
+}
+
 PartitionAttr partitionLinear(LinearOp op, TargetAttr target,
                               const GraphBounds &b) {
   int64_t m = dimOf(op.getX(), 0, b), k = trailing(op.getX(), 1, b);
-  int64_t n = trailing(op.getY(), 1, b), workers = target.getWorkers();
+  int64_t n = trailing(op.getY(), 1, b), workers = linearWorkers(op, target, b);
   // N tiles first: each task streams whole weight rows once.
   int64_t nTile = std::clamp<int64_t>(roundUp(ceilDiv(n, workers), 16), 16, 512);
   int64_t nTiles = ceilDiv(n, nTile);

@@ -1860,6 +1860,15 @@ int main(int argc, char **argv) {
   testLinear(9, 4000, 256, false);         // split-K with unaligned k ranges
   testLinear(32, 14336, 4096, true);       // down projection
   testLinear(17, 4096, 4096, false, 0, 0); // no shared memory: no K split
+  // Tiles whose 32-column pairs do not divide among the warps: equal runs
+  // of k steps per warp (1.5, 3.5 and 7 pairs; 8 to 32 rows of x), and
+  // with all the shared memory a kernel has.
+  for (int64_t nTile : {48, 112, 224})
+    for (int64_t M : {1, 9, 32})
+      testLinear(M, 4096, 4096, nTile == 48, nTile);
+  testLinear(3, 4000, 4096, false, 48);               // ragged last k step
+  testLinear(12, 14336, 4096, false, 48);             // down projection
+  testLinear(1, 4096, 1024, true, 48, kernelSmem());
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens

@@ -188,9 +188,13 @@ __device__ __noinline__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int
 // rows of x (2 x 4 mma tiles, 32 fp32 accumulators per lane) and keeps the
 // next step's loads in flight while it multiplies the current one.
 //
-// Work split in a tile [n0, n1): 32-column pairs go to warps; when there
-// are fewer pairs than warps, K is split among the warps of a pair as well
-// and the partial sums meet in shared memory, added in a fixed order.
+// Work split in a tile [n0, n1): when the 32-column pairs divide among the
+// warps, each warp takes whole pairs over all of K. Otherwise the pairs' k
+// steps, in order, are cut into one equal run per warp (a tile of 48
+// columns keeps all 8 warps equally busy, where one K slice per pair left
+// half of them with half a pair) and the runs' pieces meet in shared
+// memory, added in a fixed order; when their slots do not fit (wide tiles
+// with x of more than 8 rows), K is split among the warps of a pair.
 // M > 32 takes several passes over the weight tile.
 //===----------------------------------------------------------------------===//
 
@@ -327,6 +331,52 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
   const int warp = warpId(), lane = laneId(), g = lane >> 2, q = lane & 3;
   const int64_t nCols = n1 - n0, nPairs = ceilDiv(nCols, kLinCols);
   const int64_t ka = k0 / 8 * 8, kb = imax(ka, roundUp(k1, 8));
+  // Pairs that do not divide among the warps: the pairs' k steps, in pair
+  // order, are cut into kWarps equal runs, one per warp; a run's piece of
+  // pair p goes to slot warp + p (a warp's pairs follow the previous warp's,
+  // so no two pieces share a slot), and each output adds its pair's pieces
+  // in warp order.
+  const int64_t steps = ceilDiv(kb - ka, kLinKStep), units = nPairs * steps;
+  constexpr int64_t kSlotFloats = kLinCols * 8 * MT;
+  const bool evenRuns = part && nPairs % kWarps != 0 && units >= kWarps &&
+                        (kWarps + nPairs - 1) * kSlotFloats * 4 <=
+                            linearSmemBytes<kThreads>();
+  if (evenRuns) {
+    auto runStart = [&](int64_t wv) { return wv * units / kWarps; };
+    const int64_t u0 = runStart(warp), u1 = runStart(warp + 1);
+    for (int64_t p = u0 / steps; p * steps < u1; ++p) {
+      const int64_t sA = imax(u0, p * steps) - p * steps;
+      const int64_t sB = imin(u1, (p + 1) * steps) - p * steps;
+      float acc[2][MT][4] = {};
+      linearWarpMma<MT>(x, w, K, M, mBase, n0 + p * kLinCols, n1,
+                        ka + sA * kLinKStep, imin(kb, ka + sB * kLinKStep), k0,
+                        k1, acc);
+      float *slot = part + (warp + p) * kSlotFloats;
+#pragma unroll
+      for (int cg = 0; cg < 2; ++cg)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = 16 * cg + g + (e >= 2 ? 8 : 0);
+            const int row = 8 * mt + 2 * q + (e & 1);
+            slot[col * 8 * MT + row] = acc[cg][mt][e];
+          }
+    }
+    __syncthreads();
+    const int64_t rows = imin(M - mBase, 8 * MT);
+    for (int64_t idx = threadIdx.x; idx < rows * nCols; idx += kThreads) {
+      const int64_t col = idx % nCols, row = idx / nCols;
+      const int64_t p = col / kLinCols, c = col % kLinCols;
+      float v = 0.f;
+      for (int wv = 0; wv < kWarps; ++wv)
+        if (runStart(wv) < (p + 1) * steps && runStart(wv + 1) > p * steps)
+          v += part[(wv + p) * kSlotFloats + c * 8 * MT + row];
+      out(mBase + row, n0 + col, v);
+    }
+    __syncthreads(); // `part` is rewritten by the next pass
+    return;
+  }
   if (nPairs >= kWarps || !part) {
     // Whole K per warp: the epilogue runs from registers.
     for (int64_t pr = warp; pr < nPairs; pr += kWarps) {

@@ -30,6 +30,28 @@ loom.graph @split_k target(#h200) (input %x : memref<1x4096xbf16>, weight %w : m
 
 // -----
 
+// Linears that read the same x (a layer's Q, K and V) are ready together:
+// they share the workers by weight bytes (88, 22 and 22 of 132), each in
+// tiles of 48 rows (4096 / 88 and 1024 / 22 rounded up to 16), so K and V
+// are not split although alone each would be.
+#h200 = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// CHECK-LABEL: loom.graph @siblings
+// CHECK: loom.linear {{.*}} loom.partition = #loom.partition<tasks = [86], params = [48, 1]
+// CHECK: loom.linear {{.*}} loom.partition = #loom.partition<tasks = [22], params = [48, 1]
+// CHECK: loom.linear {{.*}} loom.partition = #loom.partition<tasks = [22], params = [48, 1]
+// CHECK: loom.linear {{.*}} loom.partition = #loom.partition<tasks = [64, 4], params = [16, 16]
+loom.graph @siblings target(#h200) (input %x : memref<1x4096xbf16>, weight %wq : memref<4096x4096xbf16>,
+    weight %wk : memref<1024x4096xbf16>, weight %wv : memref<1024x4096xbf16>, weight %wo : memref<64x4096xbf16>,
+    output %q : memref<1x4096xbf16>, output %k : memref<1x1024xbf16>, output %v : memref<1x1024xbf16>,
+    output %o : memref<1x64xbf16>) {
+  loom.linear ins(%x, %wq : memref<1x4096xbf16>, memref<4096x4096xbf16>) outs(%q : memref<1x4096xbf16>)
+  loom.linear ins(%x, %wk : memref<1x4096xbf16>, memref<1024x4096xbf16>) outs(%k : memref<1x1024xbf16>)
+  loom.linear ins(%x, %wv : memref<1x4096xbf16>, memref<1024x4096xbf16>) outs(%v : memref<1x1024xbf16>)
+  loom.linear ins(%q, %wo : memref<1x4096xbf16>, memref<64x4096xbf16>) outs(%o : memref<1x64xbf16>)
+}
+
+// -----
+
 // Split-KV decode attention: one phase of split tasks (mapped to request,
 // KV head and tokens at run time) and a merge per (request, KV head); MLA
 // balances tokens over one slot per worker, and on NVIDIA the slots merge
