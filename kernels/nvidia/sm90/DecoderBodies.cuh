@@ -321,6 +321,45 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
   }
 }
 
+/// f(col, row, v) for each accumulator v of this lane in its warp's block
+/// of 32 output columns x 8MT rows of x (col, row within the block).
+template <int MT, typename F>
+__device__ __forceinline__ void forEachAccumulator(const float (&acc)[2][MT][4],
+                                                   const F &f) {
+  const int lane = laneId(), g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int cg = 0; cg < 2; ++cg)
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        f(16 * cg + g + (e >= 2 ? 8 : 0), 8 * mt + 2 * q + (e & 1),
+          acc[cg][mt][e]);
+}
+
+/// A warp's partial sums into shared memory at tile[col * rowStride + row].
+template <int MT>
+__device__ __forceinline__ void storeWarpPartial(const float (&acc)[2][MT][4],
+                                                 float *tile, int rowStride) {
+  forEachAccumulator<MT>(acc, [&](int col, int row, float v) {
+    tile[col * rowStride + row] = v;
+  });
+}
+
+/// Once every warp has stored its partials: out(mBase + row, n0 + col,
+/// sum(pair, column in the pair, row)) for the tile's rows x nCols outputs,
+/// then a barrier, as the next pass rewrites the partials.
+template <int kThreads, typename Out, typename Sum>
+__device__ void addPartials(int64_t rows, int64_t nCols, int64_t mBase,
+                            int64_t n0, const Out &out, const Sum &sum) {
+  __syncthreads();
+  for (int64_t idx = threadIdx.x; idx < rows * nCols; idx += kThreads) {
+    const int64_t col = idx % nCols, row = idx / nCols;
+    out(mBase + row, n0 + col, sum(col / kLinCols, col % kLinCols, row));
+  }
+  __syncthreads();
+}
+
 /// One pass over rows [mBase, mBase + 8MT) of the tile.
 /// k in [k0, k1) is covered by the 8-aligned [ka, kb) with masking.
 template <int kThreads, int MT, typename T, typename Out>
@@ -328,7 +367,7 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
                               int64_t n0, int64_t n1, int64_t k0, int64_t k1,
                               int64_t mBase, float *part, const Out &out) {
   constexpr int kWarps = kThreads / 32;
-  const int warp = warpId(), lane = laneId(), g = lane >> 2, q = lane & 3;
+  const int warp = warpId();
   const int64_t nCols = n1 - n0, nPairs = ceilDiv(nCols, kLinCols);
   const int64_t ka = k0 / 8 * 8, kb = imax(ka, roundUp(k1, 8));
   // Pairs that do not divide among the warps: the pairs' k steps, in pair
@@ -351,30 +390,18 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
       linearWarpMma<MT>(x, w, K, M, mBase, n0 + p * kLinCols, n1,
                         ka + sA * kLinKStep, imin(kb, ka + sB * kLinKStep), k0,
                         k1, acc);
-      float *slot = part + (warp + p) * kSlotFloats;
-#pragma unroll
-      for (int cg = 0; cg < 2; ++cg)
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = 16 * cg + g + (e >= 2 ? 8 : 0);
-            const int row = 8 * mt + 2 * q + (e & 1);
-            slot[col * 8 * MT + row] = acc[cg][mt][e];
-          }
+      storeWarpPartial<MT>(acc, part + (warp + p) * kSlotFloats, 8 * MT);
     }
-    __syncthreads();
-    const int64_t rows = imin(M - mBase, 8 * MT);
-    for (int64_t idx = threadIdx.x; idx < rows * nCols; idx += kThreads) {
-      const int64_t col = idx % nCols, row = idx / nCols;
-      const int64_t p = col / kLinCols, c = col % kLinCols;
-      float v = 0.f;
-      for (int wv = 0; wv < kWarps; ++wv)
-        if (runStart(wv) < (p + 1) * steps && runStart(wv + 1) > p * steps)
-          v += part[(wv + p) * kSlotFloats + c * 8 * MT + row];
-      out(mBase + row, n0 + col, v);
-    }
-    __syncthreads(); // `part` is rewritten by the next pass
+    addPartials<kThreads>(imin(M - mBase, 8 * MT), nCols, mBase, n0, out,
+                          [&](int64_t p, int64_t c, int64_t row) {
+                            float v = 0.f;
+                            for (int wv = 0; wv < kWarps; ++wv)
+                              if (runStart(wv) < (p + 1) * steps &&
+                                  runStart(wv + 1) > p * steps)
+                                v += part[(wv + p) * kSlotFloats + c * 8 * MT +
+                                          row];
+                            return v;
+                          });
     return;
   }
   if (nPairs >= kWarps || !part) {
@@ -383,17 +410,10 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
       const int64_t nBase = n0 + pr * kLinCols;
       float acc[2][MT][4] = {};
       linearWarpMma<MT>(x, w, K, M, mBase, nBase, n1, ka, kb, k0, k1, acc);
-#pragma unroll
-      for (int cg = 0; cg < 2; ++cg)
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int64_t n = nBase + 16 * cg + g + (e >= 2 ? 8 : 0);
-            const int64_t m = mBase + 8 * mt + 2 * q + (e & 1);
-            if (n < n1 && m < M)
-              out(m, n, acc[cg][mt][e]);
-          }
+      forEachAccumulator<MT>(acc, [&](int col, int row, float v) {
+        if (nBase + col < n1 && mBase + row < M)
+          out(mBase + row, nBase + col, v);
+      });
     }
     return;
   }
@@ -406,29 +426,17 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
     float acc[2][MT][4] = {};
     linearWarpMma<MT>(x, w, K, M, mBase, n0 + pr * kLinCols, n1, kA, kB, k0, k1,
                       acc);
-    float *tile = part + warp * kLinCols * kLinRows;
-#pragma unroll
-    for (int cg = 0; cg < 2; ++cg)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = 16 * cg + g + (e >= 2 ? 8 : 0);
-          const int row = 8 * mt + 2 * q + (e & 1);
-          tile[col * kLinRows + row] = acc[cg][mt][e];
-        }
+    storeWarpPartial<MT>(acc, part + warp * kLinCols * kLinRows, kLinRows);
   }
-  __syncthreads();
-  const int64_t rows = imin(M - mBase, 8 * MT);
-  for (int64_t idx = threadIdx.x; idx < rows * nCols; idx += kThreads) {
-    const int64_t col = idx % nCols, row = idx / nCols;
-    const int64_t pr = col / kLinCols, c = col % kLinCols;
-    float v = 0.f;
-    for (int64_t ks = 0; ks < kSplit; ++ks)
-      v += part[((ks * nPairs + pr) * kLinCols + c) * kLinRows + row];
-    out(mBase + row, n0 + col, v);
-  }
-  __syncthreads(); // `part` is rewritten by the next pass
+  addPartials<kThreads>(imin(M - mBase, 8 * MT), nCols, mBase, n0, out,
+                        [&](int64_t pr, int64_t c, int64_t row) {
+                          float v = 0.f;
+                          for (int64_t ks = 0; ks < kSplit; ++ks)
+                            v += part[((ks * nPairs + pr) * kLinCols + c) *
+                                          kLinRows +
+                                      row];
+                          return v;
+                        });
 }
 
 /// Plain path for any types, alignment and K: a warp per output column.
