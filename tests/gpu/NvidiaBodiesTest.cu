@@ -1861,7 +1861,8 @@ int main(int argc, char **argv) {
   testLinear(32, 14336, 4096, true);       // down projection
   testLinear(17, 4096, 4096, false, 0, 0); // no shared memory: no K split
   // Tiles whose 32-column pairs do not divide among the warps: equal runs
-  // of k steps per warp (1.5, 3.5 and 7 pairs; 8 to 32 rows of x), and
+  // of k steps per warp (1.5, 3.5 and 7 pairs at 1, 9 and 32 rows of x; at
+  // 32 rows the runs' slots do not fit and K is split per pair), and once
   // with all the shared memory a kernel has.
   for (int64_t nTile : {48, 112, 224})
     for (int64_t M : {1, 9, 32})
