@@ -10,13 +10,26 @@ the status and loomrt_last_error(). No torch, no numpy needed here.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 from typing import Dict, List, Optional, Sequence
 
-LOOM_MAX_RANK = 8
-ROLES = ("input", "weight", "cache", "output", "meta")
-ELEMS = ("bf16", "f16", "f32", "i32", "i64")
-ELEM_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4, "i64": 8}
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _load_abi():
+    """python/loom/_abi.py by its path: the C API's structs and prototypes,
+    declared once for the package and the matrix, without importing the
+    package (which loads its own library at import)."""
+    spec = importlib.util.spec_from_file_location(
+        "loom_abi", os.path.join(_ROOT, "python", "loom", "_abi.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_abi = _load_abi()
+ROLES, ELEMS = _abi.ROLES, _abi.DTYPES
 
 
 class LoomrtError(RuntimeError):
@@ -25,16 +38,10 @@ class LoomrtError(RuntimeError):
         self.call, self.status, self.status_name, self.message = call, status, status_name, message
 
 
-class _BufferDesc(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("role", ctypes.c_int32), ("elem", ctypes.c_int32),
-                ("rank", ctypes.c_int32), ("dims", ctypes.c_int64 * LOOM_MAX_RANK),
-                ("bound", ctypes.c_int64)]
-
-
 class BufferInfo:
     """One graph argument of a program: name, role, elem, dims (-1: dynamic), bound."""
 
-    def __init__(self, d: _BufferDesc):
+    def __init__(self, d: _abi.BufferDesc):
         self.name = d.name.decode()
         self.role = ROLES[d.role] if 0 <= d.role < len(ROLES) else str(d.role)
         self.elem = ELEMS[d.elem] if 0 <= d.elem < len(ELEMS) else str(d.elem)
@@ -50,9 +57,8 @@ def default_library() -> str:
     """LOOMRT_LIB, else .bench/lib/libloomrt.so, else build/runtime/libloomrt.so."""
     if os.environ.get("LOOMRT_LIB"):
         return os.environ["LOOMRT_LIB"]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for cand in (os.path.join(root, ".bench", "lib", "libloomrt.so"),
-                 os.path.join(root, "build", "runtime", "libloomrt.so")):
+    for cand in (os.path.join(_ROOT, ".bench", "lib", "libloomrt.so"),
+                 os.path.join(_ROOT, "build", "runtime", "libloomrt.so")):
         if os.path.exists(cand):
             return cand
     raise FileNotFoundError("libloomrt.so not found: set LOOMRT_LIB, or run scripts/bench-prepare "
@@ -69,29 +75,7 @@ class Runtime:
         except OSError as e:
             raise LoomrtError("dlopen", -1, "LOAD", f"{self.path}: {e}") from e
         L = self.lib
-        P, S = ctypes.c_void_p, ctypes.c_int  # handles; loomrt_status is an int enum
-        sig = {
-            "loomrt_version": (ctypes.c_char_p, []),
-            "loomrt_status_name": (ctypes.c_char_p, [S]),
-            "loomrt_last_error": (ctypes.c_char_p, []),
-            "loomrt_device_count": (S, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
-            "loomrt_device_create": (S, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(P)]),
-            "loomrt_device_destroy": (S, [P]),
-            "loomrt_device_describe": (ctypes.c_char_p, [P]),
-            "loomrt_program_load": (S, [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(P)]),
-            "loomrt_program_destroy": (S, [P]),
-            "loomrt_program_num_buffers": (S, [P, ctypes.POINTER(ctypes.c_int32)]),
-            "loomrt_program_buffer": (S, [P, ctypes.c_int32, ctypes.POINTER(ctypes.POINTER(_BufferDesc))]),
-            "loomrt_program_workspace_bytes": (S, [P, ctypes.POINTER(ctypes.c_int64)]),
-            "loomrt_program_bind_by_name": (S, [P, ctypes.c_char_p, P, ctypes.POINTER(ctypes.c_int64), ctypes.c_int32]),
-            "loomrt_program_set_watchdog_ms": (S, [P, ctypes.c_uint32]),
-            "loomrt_program_set_queued_launch": (S, [P, ctypes.c_int32]),
-            "loomrt_launch": (S, [P]),
-            "loomrt_synchronize": (S, [P]),
-            "loomrt_program_last_launch_ns": (S, [P, ctypes.POINTER(ctypes.c_uint64)]),
-            "loomrt_program_epoch": (S, [P, ctypes.POINTER(ctypes.c_uint64)]),
-        }
-        for name, (res, args) in sig.items():
+        for name, (res, args) in _abi.PROTOTYPES.items():
             try:
                 fn = getattr(L, name)
             except AttributeError as e:
@@ -152,7 +136,7 @@ class Program:
         self.rt.check(f"loomrt_program_num_buffers({self.name})",
                       self.rt.lib.loomrt_program_num_buffers(handle, ctypes.byref(n)))
         for i in range(n.value):
-            d = ctypes.POINTER(_BufferDesc)()
+            d = ctypes.POINTER(_abi.BufferDesc)()
             self.rt.check(f"loomrt_program_buffer({self.name}, {i})",
                           self.rt.lib.loomrt_program_buffer(handle, i, ctypes.byref(d)))
             info = BufferInfo(d.contents)

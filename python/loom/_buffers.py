@@ -5,12 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from ._library import BufferDesc
-
-# The order of LoomRole and LoomElem (kernels/common/ProgramAbi.h).
-ROLES = ("input", "weight", "cache", "output", "meta")
-DTYPES = ("bf16", "f16", "f32", "i32", "i64")
-DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4, "i64": 8}
+from ._abi import DTYPES, ROLES, BufferDesc
 # Roles whose memory a launch may write: their arrays must be writable.
 WRITTEN_ROLES = ("output", "cache")
 

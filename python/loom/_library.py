@@ -1,4 +1,4 @@
-"""Finding and loading libloomrt.so, and the prototypes of its C API.
+"""Finding and loading libloomrt.so (its C API's prototypes: _abi.py).
 
 The wheel installs the library as loom/lib/libloomrt.so, next to this file's
 package; LOOMRT_LIB (a path; empty counts as unset) loads another one, e.g.
@@ -10,72 +10,10 @@ from __future__ import annotations
 import ctypes
 import os
 
+from ._abi import LOOM_MAX_RANK, PROTOTYPES, BufferDesc, ProgramDescHead
 from ._errors import LoomError, Status
 
-LOOM_MAX_RANK = 8  # kernels/common/ProgramAbi.h
 SUPPORTED_MAJOR = 0  # loomrt.h: LOOMRT_VERSION_MAJOR this package was written against
-
-
-class BufferDesc(ctypes.Structure):
-    """LoomBufferDesc (kernels/common/ProgramAbi.h)."""
-
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("role", ctypes.c_int32),
-        ("elem", ctypes.c_int32),
-        ("rank", ctypes.c_int32),
-        ("dims", ctypes.c_int64 * LOOM_MAX_RANK),
-        ("bound", ctypes.c_int64),
-    ]
-
-
-class ProgramDescHead(ctypes.Structure):
-    """The leading fields of LoomProgramDesc (kernels/common/ProgramAbi.h):
-    only read through a pointer the runtime hands out, never allocated."""
-
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32),
-        ("name", ctypes.c_char_p),
-        ("target", ctypes.c_char_p),
-        ("mode", ctypes.c_int32),
-        ("num_workers", ctypes.c_int32),
-        ("num_tasks", ctypes.c_int32),
-        ("num_events", ctypes.c_int32),
-        ("num_buffers", ctypes.c_int32),
-    ]
-
-
-_P = ctypes.c_void_p  # every handle is opaque
-_S = ctypes.c_int  # loomrt_status, an int-sized enum
-_I32, _I64, _U32, _U64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint64
-_STR = ctypes.c_char_p
-
-
-def _ptr(t):
-    return ctypes.POINTER(t)
-
-
-# name: (result, argument types), as declared in runtime/include/loom/loomrt.h.
-PROTOTYPES = {
-    "loomrt_version": (_STR, []),
-    "loomrt_status_name": (_STR, [_S]),
-    "loomrt_last_error": (_STR, []),
-    "loomrt_elem_bytes": (ctypes.c_size_t, [_I32]),
-    "loomrt_device_count": (_S, [_STR, _ptr(ctypes.c_int)]),
-    "loomrt_device_create": (_S, [_STR, ctypes.c_int, _ptr(_P)]),
-    "loomrt_device_destroy": (_S, [_P]),
-    "loomrt_device_describe": (_STR, [_P]),
-    "loomrt_program_load": (_S, [_P, _STR, _U32, _ptr(_P)]),
-    "loomrt_program_destroy": (_S, [_P]),
-    "loomrt_program_desc": (_S, [_P, _ptr(_ptr(ProgramDescHead))]),
-    "loomrt_program_num_buffers": (_S, [_P, _ptr(_I32)]),
-    "loomrt_program_buffer": (_S, [_P, _I32, _ptr(_ptr(BufferDesc))]),
-    "loomrt_program_bind": (_S, [_P, _I32, _P, _ptr(_I64), _I32]),
-    "loomrt_launch": (_S, [_P]),
-    "loomrt_synchronize": (_S, [_P]),
-    "loomrt_program_last_launch_ns": (_S, [_P, _ptr(_U64)]),
-    "loomrt_program_epoch": (_S, [_P, _ptr(_U64)]),
-}
 
 
 def package_library_path() -> str:
