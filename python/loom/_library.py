@@ -65,6 +65,10 @@ class Library:
         raise LoomError(status, (message or b"").decode(errors="replace"), call,
                         status_name=(name or b"").decode() or None)
 
+    def call(self, name: str, *args) -> None:
+        """Calls the C API function `name` and check()s its status."""
+        self.check(name, getattr(self.lib, name)(*args))
+
     def version(self) -> str:
         return self.lib.loomrt_version().decode()
 

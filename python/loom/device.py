@@ -17,7 +17,7 @@ def device_count(kind: str = "cuda") -> int:
     (BACKEND_UNAVAILABLE) where the kind's driver cannot be loaded."""
     lib = library()
     n = ctypes.c_int(0)
-    lib.check("loomrt_device_count", lib.lib.loomrt_device_count(kind.encode(), ctypes.byref(n)))
+    lib.call("loomrt_device_count", kind.encode(), ctypes.byref(n))
     return n.value
 
 
@@ -33,9 +33,7 @@ class Device(Closeable):
         self._handle = None
         self.kind, self.ordinal = str(kind), int(ordinal)
         h = ctypes.c_void_p()
-        self._lib.check("loomrt_device_create",
-                        self._lib.lib.loomrt_device_create(self.kind.encode(), self.ordinal,
-                                                           ctypes.byref(h)))
+        self._lib.call("loomrt_device_create", self.kind.encode(), self.ordinal, ctypes.byref(h))
         self._handle = h
 
     @property
@@ -55,8 +53,7 @@ class Device(Closeable):
     def close(self) -> None:
         """Frees the device; closing twice does nothing."""
         if self._handle is not None:
-            self._lib.check("loomrt_device_destroy",
-                            self._lib.lib.loomrt_device_destroy(self._handle))
+            self._lib.call("loomrt_device_destroy", self._handle)
             self._handle = None
 
     def _raw(self) -> ctypes.c_void_p:

@@ -36,10 +36,10 @@ class Program(Closeable):
         self._bound: Dict[str, Any] = {}
         self._in_flight: Dict[str, Any] = {}  # what the launch in flight reads
         h = ctypes.c_void_p()
-        self._call("loomrt_program_load", device._raw(), path.encode(), 0, ctypes.byref(h))
+        self._lib.call("loomrt_program_load", device._raw(), path.encode(), 0, ctypes.byref(h))
         self._handle = h
         desc = ctypes.POINTER(ProgramDescHead)()
-        self._call("loomrt_program_desc", h, ctypes.byref(desc))
+        self._lib.call("loomrt_program_desc", h, ctypes.byref(desc))
         self.name = desc.contents.name.decode()  # the graph's symbol: "py_mla"
         self.target = desc.contents.target.decode()  # the chip: "host", "h200"
         self.num_workers = int(desc.contents.num_workers)
@@ -52,11 +52,11 @@ class Program(Closeable):
 
     def _read_buffers(self) -> Tuple[Buffer, ...]:
         n = ctypes.c_int32(0)
-        self._call("loomrt_program_num_buffers", self._handle, ctypes.byref(n))
+        self._lib.call("loomrt_program_num_buffers", self._handle, ctypes.byref(n))
         out = []
         for i in range(n.value):
             d = ctypes.POINTER(BufferDesc)()
-            self._call("loomrt_program_buffer", self._handle, i, ctypes.byref(d))
+            self._lib.call("loomrt_program_buffer", self._handle, i, ctypes.byref(d))
             out.append(Buffer.from_desc(i, d.contents))
         return tuple(out)
 
@@ -80,7 +80,7 @@ class Program(Closeable):
                             f"{type(array).__module__}.{type(array).__qualname__}", "Program.bind")
         check_array(self.name, buffer, info, (self.device.kind, self.device.ordinal))
         dims = (ctypes.c_int64 * max(len(info.shape), 1))(*info.shape)
-        self._call("loomrt_program_bind", self._raw(), buffer.index, ctypes.c_void_p(info.ptr),
+        self._lib.call("loomrt_program_bind", self._raw(), buffer.index, ctypes.c_void_p(info.ptr),
                    dims, len(info.shape))
         self._bound[name] = info.owner
 
@@ -93,14 +93,14 @@ class Program(Closeable):
 
     def launch(self) -> None:
         """Starts one launch and returns; synchronize() waits for it."""
-        self._call("loomrt_launch", self._raw())
+        self._lib.call("loomrt_launch", self._raw())
         # A rebind during the launch must not free what it reads.
         self._in_flight = dict(self._bound)
 
     def synchronize(self) -> None:
         """Waits for the launch in flight; raises its error (TIMEOUT, TASK_FAILED, ...)."""
         try:
-            self._call("loomrt_synchronize", self._raw())
+            self._lib.call("loomrt_synchronize", self._raw())
         finally:
             self._in_flight = {}
 
@@ -112,13 +112,13 @@ class Program(Closeable):
     def last_launch_ns(self) -> int:
         """Wall time of the last completed launch in ns."""
         ns = ctypes.c_uint64(0)
-        self._call("loomrt_program_last_launch_ns", self._raw(), ctypes.byref(ns))
+        self._lib.call("loomrt_program_last_launch_ns", self._raw(), ctypes.byref(ns))
         return int(ns.value)
 
     def epoch(self) -> int:
         """Launches started so far."""
         e = ctypes.c_uint64(0)
-        self._call("loomrt_program_epoch", self._raw(), ctypes.byref(e))
+        self._lib.call("loomrt_program_epoch", self._raw(), ctypes.byref(e))
         return int(e.value)
 
     # --- Lifetime ---------------------------------------------------------
@@ -132,7 +132,7 @@ class Program(Closeable):
         if self._handle is not None:
             h, self._handle = self._handle, None
             try:
-                self._call("loomrt_program_destroy", h)  # waits for a launch in flight
+                self._lib.call("loomrt_program_destroy", h)  # waits for a launch in flight
             finally:
                 self._bound.clear()
                 self._in_flight = {}
@@ -142,8 +142,6 @@ class Program(Closeable):
             raise LoomError(Status.INVALID_ARGUMENT, f"program '{self.name}' is closed", "Program")
         return self._handle
 
-    def _call(self, fn: str, *args) -> None:
-        self._lib.check(fn, getattr(self._lib.lib, fn)(*args))
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{len(self.buffers)} buffers"
