@@ -285,6 +285,14 @@ __device__ __forceinline__ float blockSum(float v, float *scratch) {
   return total;
 }
 
+__device__ __forceinline__ int laneId() { return threadIdx.x & 31; }
+__device__ __forceinline__ int warpId() { return threadIdx.x >> 5; }
+
+/// 32-bit word i of a 16-byte vector.
+__device__ __forceinline__ uint32_t word(const uint4 &u, int i) {
+  return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+}
+
 /// Bytes of dynamic shared memory this launch has (the %dynamic_smem_size
 /// register): bodies with a shared-memory fast path check it.
 __device__ __forceinline__ uint32_t dynamicSmemBytes() {

@@ -354,12 +354,11 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   if (2 * nTiles < kWorkers && K >= 512)
     splits = std::max<int64_t>(1, std::min(kWorkers / nTiles, K / 256));
   const int64_t maxM = std::max<int64_t>(M, 32);
-  char nameBuf[128];
+  char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
-                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s%s",
+                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s smem=%lld",
                 (long long)M, (long long)K, (long long)N, (long long)nTile,
-                (long long)splits, residual ? " +res" : "",
-                smem == 0 ? " no-smem" : "");
+                (long long)splits, residual ? " +res" : "", (long long)smem);
   const std::string name = nameBuf;
 
   const float ws = 1.0f / std::sqrt(float(K));
@@ -1870,6 +1869,17 @@ int main(int argc, char **argv) {
   testLinear(3, 4000, 4096, false, 48);               // ragged last k step
   testLinear(12, 14336, 4096, false, 48);             // down projection
   testLinear(1, 4096, 1024, true, 48, kernelSmem());
+  // All of a kernel's shared memory: up to 8 rows of x through the bulk-copy
+  // ring (LinearRing.cuh), more through the registers.
+  for (int64_t M : {1, 3, 8, 9, 32})
+    testLinear(M, 4096, 4096, M == 3, 0, kernelSmem());
+  testLinear(1, 4096, 6144, true, 48, kernelSmem());  // Q/K/V-sized tiles
+  testLinear(8, 14336, 4096, true, 0, kernelSmem());  // down projection
+  testLinear(2, 4000, 1000, true, 40, kernelSmem());  // ragged k chunk, rows
+  testLinear(5, 4096, 1024, false, 0, kernelSmem());  // split-K 2
+  testLinear(1, 64, 256, false, 0, kernelSmem());     // one short chunk
+  testLinear(4, 4096, 4096, false, 224,               // the fewest stages:
+             sm90::detail::linearRingSmemBytes<kThreads>(3)); // refills
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens

@@ -20,7 +20,9 @@
 // and falls back to a plain loop with the same results otherwise.
 //
 // Dynamic shared memory per body (kThreads = 256), see the *SmemBytes
-// functions: linearTile/linearPartial 32 KB, rope 2 KB, gqaDecodeSplit
+// functions: linearTile/linearPartial 32 KB (up to 8 rows of x stream the
+// weights through a ring in whatever the launch gives, at least
+// linearRingSmemBytes(3): LinearRing.cuh), rope 2 KB, gqaDecodeSplit
 // 33 KB (D = 128) / 66 KB (D = 256), the others none (rmsnormRows and
 // argmaxRows use 32 B / 96 B of static shared memory). Each body checks
 // what the launch gave (%dynamic_smem_size) and with less takes a slower
@@ -32,6 +34,7 @@
 
 #include "kernels/common/GqaSplits.h"
 #include "kernels/nvidia/Numerics.cuh"
+#include "kernels/nvidia/sm90/LinearRing.cuh"
 
 #include <cstdint>
 #include <type_traits>
@@ -54,8 +57,8 @@ template <typename T> using NoDeduceT = typename NoDeduce<T>::type;
 template <typename T>
 constexpr bool kIs16Bit = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
 
-__device__ __forceinline__ int laneId() { return threadIdx.x & 31; }
-__device__ __forceinline__ int warpId() { return threadIdx.x >> 5; }
+using nv::laneId;
+using nv::warpId;
 
 /// dst[0..n) = src[0..n) converted; 16-byte moves when both allow it.
 template <int kThreads, typename TS, typename TD>
@@ -178,13 +181,15 @@ __device__ __noinline__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int
 // linear: y[m, n] (+)= x[m, :] . w[n, :]
 //
 // Tensor-core path (x and w both bf16 or both f16, K % 8 == 0, 16-byte
-// aligned bases). It computes y^T = w . x^T with mma.m16n8k16: A = 16 weight
-// rows (output columns), B = 8 rows of x. The sum over k does not care
-// which k each fragment slot holds as long as A and B agree, so each lane
-// loads 16 contiguous bytes of its weight row and of its x row and feeds
-// them to the slots the fragment layout assigns it: lane (g, q) of a 64-wide
-// k step reads k = 16q..16q+15, whole 128-byte lines per 4 lanes, with
-// no shuffles or shared memory. A warp owns 32 output columns and up to 32
+// aligned bases). Up to 8 rows of x, with k0 and k1 multiples of 8 and the
+// shared memory for it, take the bulk-copy ring of LinearRing.cuh; the
+// rest take the register path below. It computes y^T = w . x^T with
+// mma.m16n8k16: A = 16 weight rows (output columns), B = 8 rows of x. The
+// sum over k does not care which k each fragment slot holds as long as A
+// and B agree, so each lane loads 16 contiguous bytes of its weight row and
+// of its x row and feeds them to the slots the fragment layout assigns it:
+// lane (g, q) of a 64-wide k step reads k = 16q..16q+15, whole 128-byte
+// lines per 4 lanes, with no shuffles or shared memory. A warp owns 32 output columns and up to 32
 // rows of x (2 x 4 mma tiles, 32 fp32 accumulators per lane) and keeps the
 // next step's loads in flight while it multiplies the current one.
 //
@@ -211,9 +216,7 @@ constexpr int kLinCols = 32;  // output columns per warp (two m16 tiles)
 constexpr int kLinRows = 32;  // x rows per pass (four n8 tiles)
 constexpr int kLinKStep = 64; // k per warp per step
 
-__device__ __forceinline__ uint32_t word(const uint4 &u, int i) {
-  return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
-}
+using nv::word;
 
 /// One k step's operands of a lane: w[cg][half][h] is 8 weights of column
 /// nBase + 16cg + 8half + g, x[mt][h] 8 values of row mBase + 8mt + g, both
@@ -475,6 +478,15 @@ __device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
     return;
   if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>) {
     if (K % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w)) {
+      const int64_t ringStages =
+          k0 % 8 == 0 && k1 % 8 == 0
+              ? linearRingStages<kThreads>(nv::dynamicSmemBytes(), M)
+              : 0;
+      if (ringStages > 0) {
+        linearRing<kThreads>(x, w, M, K, n0, n1, k0, k1, ringStages, smem,
+                             out);
+        return;
+      }
       float *part = nv::dynamicSmemBytes() >= linearSmemBytes<kThreads>()
                         ? reinterpret_cast<float *>(smem)
                         : nullptr;
