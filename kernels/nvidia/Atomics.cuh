@@ -51,20 +51,6 @@
 namespace loom {
 namespace nvidia {
 
-/// Acquire-release, block-scope add to a shared-memory counter; returns the
-/// old value. A warp that counts itself done with a shared buffer this way
-/// sees every other warp's reads of it finished when it counts last.
-__device__ __forceinline__ uint32_t atomicAddAcqRelShared(uint32_t *p,
-                                                          uint32_t v) {
-  uint32_t old;
-  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))),
-                 "r"(v)
-               : "memory");
-  return old;
-}
-
 /// Relaxed, device-scope load of an event counter (a poll).
 __device__ __forceinline__ unsigned long long
 loadRelaxedGpu(const unsigned long long *p) {

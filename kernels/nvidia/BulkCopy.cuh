@@ -44,6 +44,14 @@ __device__ __forceinline__ void mbarrierArriveExpectTx(uint64_t *bar,
       : "memory");
 }
 
+/// Arrives once (no transaction bytes): release semantics, so this thread's
+/// earlier accesses are ordered before a wait that sees the phase complete.
+__device__ __forceinline__ void mbarrierArrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
+                   sharedAddress(bar))
+               : "memory");
+}
+
 /// Retires an mbarrier before its bytes are used for anything else.
 __device__ __forceinline__ void mbarrierInval(uint64_t *bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(sharedAddress(bar))

@@ -15,21 +15,22 @@
 // x as B; a lane reads 16 contiguous bytes of each of its rows, as the
 // register path does); x comes from global memory, as copying its chunk
 // into every stage made all SMs read the same lines of L2 at once. A warp
-// releases a stage as soon as it has its fragments, and the warp that
-// releases it last copies the stage `ring` ahead into it, so no warp waits
-// for a producer. At a row group's end the warps' partial sums meet in
+// releases a stage (an arrival on the stage's "empty" mbarrier) as soon as
+// it has its fragments; warp 0, having read stage s, waits until every warp
+// has released stage s - 1 and copies stage s - 1 + ring into its slot. At
+// a row group's end the warps' partial sums meet in
 // shared memory (two buffers, alternating by group) and each output adds
 // them in warp order, so results do not depend on timing.
 //
-// Measured on the H200 (bench/results/h200/2026-12-02-h): 2 KB copies with
-// x in the stage, x loaded once per tile, or a fixed refilling warp were
-// slower in the decoder; 1 KB copies halve the bandwidth.
+// Measured on the H200 (bench/results/h200/2026-12-02-h): 2 KB copies, x
+// in every stage or x loaded once per tile were slower in the decoder; the
+// last warp to release a stage refilling it (a shared-memory counter) was
+// as fast, but compute-sanitizer's racecheck does not see that hand-off.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_LINEARRING_CUH
 #define LOOM_KERNELS_NVIDIA_SM90_LINEARRING_CUH
 
-#include "kernels/nvidia/Atomics.cuh"
 #include "kernels/nvidia/BulkCopy.cuh"
 #include "kernels/nvidia/Numerics.cuh"
 
@@ -47,9 +48,9 @@ constexpr int kRingMaxXRows = 8; // x rows: the n8 side of the mma
 constexpr int kRingMaxStages = 12;
 constexpr int kRingMinStages = 3; // one filling, one read, one ahead
 constexpr int kRingRowBytes = 2 * kRingK + 16;
-constexpr int kRingHeaderBytes = 256; // an mbarrier and a count per stage
-static_assert(kRingHeaderBytes >= (8 + 4) * kRingMaxStages,
-              "the header holds an mbarrier and a count per stage");
+constexpr int kRingHeaderBytes = 256; // two mbarriers per stage
+static_assert(kRingHeaderBytes >= 2 * 8 * kRingMaxStages,
+              "the header holds two mbarriers per stage");
 
 template <int kThreads> struct RingShape {
   static constexpr int kWarps = kThreads / 32;
@@ -99,7 +100,7 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     return;
   const int32_t ring = int32_t(nv::imin(stages, total));
   uint64_t *full = reinterpret_cast<uint64_t *>(smem);
-  uint32_t *released = reinterpret_cast<uint32_t *>(full + kRingMaxStages);
+  uint64_t *empty = full + kRingMaxStages;
   float *scratch = reinterpret_cast<float *>(smem + kRingHeaderBytes);
   char *stage0 = smem + linearRingSmemBytes<kThreads>(0);
 
@@ -131,7 +132,7 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
   if (threadIdx.x == 0) {
     for (int i = 0; i < ring; ++i) {
       nv::mbarrierInit(full + i, 1);
-      released[i] = 0;
+      nv::mbarrierInit(empty + i, S::kWarps);
     }
   }
   __syncthreads();
@@ -169,14 +170,14 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
                       ? *reinterpret_cast<const uint4 *>(x + g * K + st.kA + k)
                       : zero;
       }
-    // Release the stage; the last warp to do so refills it.
+    // Release the stage; warp 0 refills the one before once all have.
     __syncwarp();
-    uint32_t last = 0;
     if (lane == 0)
-      last = nv::atomicAddAcqRelShared(released + slot, 1u) ==
-             uint32_t(S::kWarps * (s / ring + 1) - 1);
-    if (__shfl_sync(0xffffffffu, last, 0) && s + ring < total)
-      issue(s + ring);
+      nv::mbarrierArrive(empty + slot);
+    if (warp == 0 && s >= 1 && s - 1 + ring < total) {
+      nv::mbarrierWait(empty + (s - 1) % ring, uint32_t((s - 1) / ring & 1));
+      issue(s - 1 + ring);
+    }
 
 #pragma unroll
     for (int i = 0; i < S::kSlicesPerWarp; ++i)
@@ -215,8 +216,10 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
   }
   __syncthreads(); // every wait is done: the barriers may go
   if (threadIdx.x == 0)
-    for (int i = 0; i < ring; ++i)
+    for (int i = 0; i < ring; ++i) {
       nv::mbarrierInval(full + i);
+      nv::mbarrierInval(empty + i);
+    }
   __syncthreads();
 }
 
