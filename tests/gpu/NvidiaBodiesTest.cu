@@ -356,7 +356,8 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   const int64_t maxM = std::max<int64_t>(M, 32);
   char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
-                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s smem=%lld",
+                "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s "
+                "smem=%lld",
                 (long long)M, (long long)K, (long long)N, (long long)nTile,
                 (long long)splits, residual ? " +res" : "", (long long)smem);
   const std::string name = nameBuf;
@@ -1878,8 +1879,9 @@ int main(int argc, char **argv) {
   testLinear(2, 4000, 1000, true, 40, kernelSmem());  // ragged k chunk, rows
   testLinear(5, 4096, 1024, false, 0, kernelSmem());  // split-K 2
   testLinear(1, 64, 256, false, 0, kernelSmem());     // one short chunk
-  testLinear(4, 4096, 4096, false, 224,               // the fewest stages:
-             sm90::detail::linearRingSmemBytes<kThreads>(3)); // refills
+  // The fewest stages a ring takes: every stage but the first two refilled.
+  testLinear(4, 4096, 4096, false, 224,
+             sm90::detail::linearRingSmemBytes<kThreads>(3));
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens

@@ -189,9 +189,10 @@ __device__ __noinline__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int
 // and B agree, so each lane loads 16 contiguous bytes of its weight row and
 // of its x row and feeds them to the slots the fragment layout assigns it:
 // lane (g, q) of a 64-wide k step reads k = 16q..16q+15, whole 128-byte
-// lines per 4 lanes, with no shuffles or shared memory. A warp owns 32 output columns and up to 32
-// rows of x (2 x 4 mma tiles, 32 fp32 accumulators per lane) and keeps the
-// next step's loads in flight while it multiplies the current one.
+// lines per 4 lanes, with no shuffles or shared memory. A warp owns 32
+// output columns and up to 32 rows of x (2 x 4 mma tiles, 32 fp32
+// accumulators per lane) and keeps the next step's loads in flight while it
+// multiplies the current one.
 //
 // Work split in a tile [n0, n1): when the 32-column pairs divide among the
 // warps, each warp takes whole pairs over all of K. Otherwise the pairs' k

@@ -18,9 +18,9 @@
 // releases a stage (an arrival on the stage's "empty" mbarrier) as soon as
 // it has its fragments; warp 0, having read stage s, waits until every warp
 // has released stage s - 1 and copies stage s - 1 + ring into its slot. At
-// a row group's end the warps' partial sums meet in
-// shared memory (two buffers, alternating by group) and each output adds
-// them in warp order, so results do not depend on timing.
+// a row group's end the warps' partial sums meet in shared memory (two
+// buffers, alternating by group) and each output adds them in warp order,
+// so results do not depend on timing.
 //
 // Measured on the H200 (bench/results/h200/2026-12-02-h): 2 KB copies, x
 // in every stage or x loaded once per tile were slower in the decoder; the
