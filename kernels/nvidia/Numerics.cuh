@@ -332,6 +332,25 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
   }
 }
 
+/// c += the products of one lane's 16-byte chunks: 8 elements of A row g
+/// (rowLo), of A row g + 8 (rowHi) and of B column g (col), all at the same
+/// 8 k. The sum over k does not care which k a fragment slot holds as long
+/// as A and B agree, so word 2sub feeds slots 2q, 2q+1 and word 2sub + 1
+/// slots 2q+8, 2q+9 of mma number sub, in A and B alike: a chunk per lane
+/// and row covers two k16 steps of 4 lanes' 32 contiguous k.
+template <typename T>
+__device__ __forceinline__ void mma16816Chunks(float (&c)[4],
+                                               const uint4 &rowLo,
+                                               const uint4 &rowHi,
+                                               const uint4 &col) {
+#pragma unroll
+  for (int sub = 0; sub < 2; ++sub) {
+    const uint32_t a[4] = {word(rowLo, 2 * sub), word(rowHi, 2 * sub),
+                           word(rowLo, 2 * sub + 1), word(rowHi, 2 * sub + 1)};
+    mma16816<T>(c, a, word(col, 2 * sub), word(col, 2 * sub + 1));
+  }
+}
+
 __device__ __forceinline__ uint32_t smemAddr(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -217,8 +217,6 @@ constexpr int kLinCols = 32;  // output columns per warp (two m16 tiles)
 constexpr int kLinRows = 32;  // x rows per pass (four n8 tiles)
 constexpr int kLinKStep = 64; // k per warp per step
 
-using nv::word;
-
 /// One k step's operands of a lane: w[cg][half][h] is 8 weights of column
 /// nBase + 16cg + 8half + g, x[mt][h] 8 values of row mBase + 8mt + g, both
 /// at k = k0 + 16q + 8h.
@@ -296,20 +294,11 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int sub = 0; sub < 2; ++sub)
+      for (int cg = 0; cg < 2; ++cg)
 #pragma unroll
-        for (int cg = 0; cg < 2; ++cg) {
-          // Slots 2q, 2q+1 take word 2sub; slots 2q+8, 2q+9 word 2sub+1, in
-          // A (both row halves) and in B alike.
-          const uint32_t a[4] = {word(f.w[cg][0][h], 2 * sub),
-                                 word(f.w[cg][1][h], 2 * sub),
-                                 word(f.w[cg][0][h], 2 * sub + 1),
-                                 word(f.w[cg][1][h], 2 * sub + 1)};
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
-            nv::mma16816<T>(acc[cg][mt], a, word(f.x[mt][h], 2 * sub),
-                            word(f.x[mt][h], 2 * sub + 1));
-        }
+        for (int mt = 0; mt < MT; ++mt)
+          nv::mma16816Chunks<T>(acc[cg][mt], f.w[cg][0][h], f.w[cg][1][h],
+                                f.x[mt][h]);
   };
   if (ka >= kb)
     return;

@@ -183,15 +183,7 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     for (int i = 0; i < S::kSlicesPerWarp; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int sub = 0; sub < 2; ++sub) {
-          const uint32_t fa[4] = {nv::word(a[i][0][h], 2 * sub),
-                                  nv::word(a[i][1][h], 2 * sub),
-                                  nv::word(a[i][0][h], 2 * sub + 1),
-                                  nv::word(a[i][1][h], 2 * sub + 1)};
-          nv::mma16816<T>(acc, fa, nv::word(b[i][h], 2 * sub),
-                          nv::word(b[i][h], 2 * sub + 1));
-        }
+        nv::mma16816Chunks<T>(acc, a[i][0][h], a[i][1][h], b[i][h]);
 
     if (s % chunks != chunks - 1)
       continue;
