@@ -419,9 +419,10 @@ takeTicket(unsigned long long *events, unsigned long long *queue,
 /// for its inputs first. Dynamic mode: the leader takes a ticket and waits,
 /// then one barrier hands the ticket's record to the block.
 template <int kThreads, int kWindowWords, int kBindings, bool kProfile,
-          typename RunTask>
+          typename RunTask, typename Preload>
 __device__ void workerLoop(const LoomKernelArgs &args,
-                           const EngineSchedule &schedule, RunTask runTask) {
+                           const EngineSchedule &schedule, RunTask runTask,
+                           Preload preloadTask) {
   static_assert(kWindowWords % records::kAlignWords == 0,
                 "the window is copied in 16-byte units");
   static_assert(kThreads % 32 == 0, "whole warps");
@@ -570,20 +571,34 @@ __device__ void workerLoop(const LoomKernelArgs &args,
         continue;
       }
     }
+    bool preloaded = false;
     {
       // Only the leader's flag says whether its wait failed: the barrier
       // carries it, no shared word. Without waits there is no barrier:
-      // the one that ended the last body is enough.
+      // the one that ended the last body is enough. A task that waits
+      // first issues the loads that need none of its inputs (the barrier
+      // that ended the last body frees the shared memory for them).
       const bool waits = records::numWaits(h.counts) != 0;
+      if constexpr (Preload::kActive)
+        if (waits)
+          preloaded = preloadTask(h.function, h.tile, args, sBindings,
+                                  loomDynamicSmem);
       int32_t wait = 0;
       if (leader && (waits || prefetch || (kProfile && profile)))
         wait = leaderAwait(rec); // also the stamps and next prefetches
+      // A failed wait leaves a preload's copies in flight: the launch is
+      // over either way, and they write only this block's shared memory.
       if (waits && __syncthreads_or(wait != 0))
         goto leave; // status already says where and why
     }
     {
-      const int32_t err =
-          runTask(h.function, h.tile, h.task, args, sBindings, loomDynamicSmem);
+      int32_t err;
+      if constexpr (Preload::kActive)
+        err = runTask(h.function, h.tile, h.task, args, sBindings,
+                      loomDynamicSmem, preloaded);
+      else
+        err = runTask(h.function, h.tile, h.task, args, sBindings,
+                      loomDynamicSmem);
       if (err != 0)
         sError = err;
       // Ends the body: every thread's stores are ordered before the
@@ -621,7 +636,36 @@ leave:
     storeRelaxedGpu(args.control + LOOM_CONTROL_WORKERS + worker, sEpoch);
 }
 
+/// loomPersistentLoop's preload for programs without one.
+struct NoPreload {
+  static constexpr bool kActive = false;
+  __device__ bool operator()(int32_t, int64_t, const LoomKernelArgs &,
+                             const LoomTaskBinding *, char *) const {
+    return false;
+  }
+};
+
 } // namespace detail
+
+/// A program's preload: `preload(function, tile, args, bindings, smem)`,
+/// called by all threads of the block for a task that has inputs to wait
+/// for, before the wait, issues the task's loads that need none of them
+/// and returns whether it issued any; runTask then gets that flag as a last
+/// argument (`preloaded`).
+template <typename F> struct TaskPreload {
+  static constexpr bool kActive = true;
+  F f;
+  __device__ bool operator()(int32_t function, int64_t tile,
+                             const LoomKernelArgs &args,
+                             const LoomTaskBinding *b, char *smem) const {
+    return f(function, tile, args, b, smem);
+  }
+};
+
+/// TaskPreload of a lambda.
+template <typename F> __device__ TaskPreload<F> taskPreload(F f) {
+  return TaskPreload<F>{f};
+}
 
 /// The worker loop; call it from the kernel with every thread of the block
 /// (blockDim.x == kThreads, one block per worker, gridDim.x == num_workers).
@@ -630,23 +674,26 @@ leave:
 /// dynamic shared memory; it returns 0 or an error code (any non-zero value
 /// of any thread counts). kWindowWords: the shared window of records
 /// (>= schedule.maxRecordWords + 3); kBindings: the program's buffers
-/// (>= 1), copied into shared memory at the start.
-template <int kThreads, int kWindowWords, int kBindings, typename RunTask>
-__device__ __forceinline__ void loomPersistentLoop(const LoomKernelArgs &args,
-                                                   const EngineSchedule &s,
-                                                   RunTask runTask) {
-  detail::workerLoop<kThreads, kWindowWords, kBindings, false>(args, s,
-                                                               runTask);
+/// (>= 1), copied into shared memory at the start. With a TaskPreload,
+/// runTask takes `bool preloaded` last.
+template <int kThreads, int kWindowWords, int kBindings, typename RunTask,
+          typename Preload = detail::NoPreload>
+__device__ __forceinline__ void
+loomPersistentLoop(const LoomKernelArgs &args, const EngineSchedule &s,
+                   RunTask runTask, Preload preload = {}) {
+  detail::workerLoop<kThreads, kWindowWords, kBindings, false>(args, s, runTask,
+                                                               preload);
 }
 
 /// loomPersistentLoop that also records per-task timings into args.profile
 /// (when it is not null); what `loomc --profile` emits.
-template <int kThreads, int kWindowWords, int kBindings, typename RunTask>
-__device__ __forceinline__ void loomProfiledLoop(const LoomKernelArgs &args,
-                                                 const EngineSchedule &s,
-                                                 RunTask runTask) {
-  detail::workerLoop<kThreads, kWindowWords, kBindings, true>(args, s,
-                                                              runTask);
+template <int kThreads, int kWindowWords, int kBindings, typename RunTask,
+          typename Preload = detail::NoPreload>
+__device__ __forceinline__ void
+loomProfiledLoop(const LoomKernelArgs &args, const EngineSchedule &s,
+                 RunTask runTask, Preload preload = {}) {
+  detail::workerLoop<kThreads, kWindowWords, kBindings, true>(args, s, runTask,
+                                                              preload);
 }
 
 } // namespace nvidia

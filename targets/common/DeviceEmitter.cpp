@@ -30,6 +30,11 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
     return failure();
   TileDialect dialect = spelling.tiles;
   dialect.shareFunctions |= info.shareTileFunctions;
+  // Only linear bodies preload so far: other programs keep their signatures.
+  dialect.preload &= spelling.records && !dialect.shareFunctions &&
+                     llvm::any_of(graph.getBodyBlock(), [](Operation &op) {
+                       return isa<LinearOp>(op);
+                     });
   if (!spelling.singleTileQualifier.empty()) {
     llvm::DenseSet<std::pair<int64_t, int64_t>> tileFunctions;
     for (const TableTask &task : table->tasks)
@@ -51,7 +56,8 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
      << "constexpr int kThreads = " << info.threadsPerBlock << ";\n\n"
      << spelling.preamble;
   TileCalls calls;
-  if (failed(emitTileFunctions(graph, dialect, os, &calls)))
+  TilePreloads preloads;
+  if (failed(emitTileFunctions(graph, dialect, os, &calls, &preloads)))
     return failure();
   const bool shared = dialect.shareFunctions;
 
@@ -119,7 +125,8 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
      << (spelling.records ? "int32_t function, int64_t tile, int32_t task"
                           : "int32_t task")
      << ", const LoomKernelArgs &args"
-     << (spelling.records ? bindingParam : "") << extra << ") {\n";
+     << (spelling.records ? bindingParam : "") << extra
+     << (dialect.preload ? ", bool preloaded" : "") << ") {\n";
   if (!spelling.records)
     os << "  const LoomBinding *b = args.bindings;\n";
   os << "  char *ws = static_cast<char *>(args.workspace);\n";
@@ -143,9 +150,28 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
     for (auto [index, key] : llvm::enumerate(functions))
       os << "  case " << index << ": return "
          << tileFunctionName(key.first, key.second) << "(tile, b, ws"
-         << dialect.extraArgs << events << ");\n";
+         << dialect.extraArgs << events
+         << (dialect.preload ? ", preloaded" : "") << ");\n";
   }
-  os << "  }\n  return -1; // no such task\n}\n\n} // namespace\n\n";
+  os << "  }\n  return -1; // no such task\n}\n\n";
+  if (dialect.preload) {
+    // The loads a task may issue before its inputs are ready (the loop
+    // calls this for tasks that wait; true: runTask gets preloaded).
+    os << spelling.runTaskQualifier
+       << " bool preloadTask(int32_t function, int64_t tile, "
+          "const LoomKernelArgs &args"
+       << bindingParam << extra << ") {\n"
+       << "  char *ws = static_cast<char *>(args.workspace);\n"
+       << "  (void)b; (void)ws;\n"
+       << "  switch (function) {\n";
+    for (auto [index, key] : llvm::enumerate(functions))
+      if (llvm::is_contained(preloads, key))
+        os << "  case " << index << ": return "
+           << preloadFunctionName(key.first, key.second) << "(tile, b, ws"
+           << dialect.extraArgs << ");\n";
+    os << "  }\n  return false;\n}\n\n";
+  }
+  os << "} // namespace\n\n";
 
   // Bindings by value (DeviceAbi.h, version 4) when they fit beside the
   // arguments; the loop reads them through args.bindings either way.
@@ -178,10 +204,19 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
        << "      args, schedule,\n"
        << "      [](int32_t function, int32_t tile, int32_t task,\n"
        << "         const LoomKernelArgs &a" << bindingParam << extra
-       << ") {\n"
+       << (dialect.preload ? ", bool preloaded" : "") << ") {\n"
        << "        return runTask(function, tile, task, a, b"
-       << dialect.extraArgs << ");\n"
-       << "      });\n"
+       << dialect.extraArgs << (dialect.preload ? ", preloaded" : "")
+       << ");\n"
+       << "      }";
+    if (dialect.preload)
+      os << ",\n      " << spelling.preloadWrapper
+         << "([](int32_t function, int64_t tile, const LoomKernelArgs &a"
+         << bindingParam << extra << ") {\n"
+         << "        return preloadTask(function, tile, a, b"
+         << dialect.extraArgs << ");\n"
+         << "      })";
+    os << ");\n"
        << "}\n";
   } else {
     os << "  " << loop << "<kThreads>(\n"

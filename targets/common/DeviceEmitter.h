@@ -59,6 +59,9 @@ struct DeviceSpelling {
   /// The same loop recording per-task timing (DeviceAbi.h, LoomTaskTiming),
   /// for --profile; empty: the vendor has none yet (--profile is refused).
   std::string profiledLoop;
+  /// Wraps the preload lambda for the loop (tiles.preload), e.g.
+  /// "loom::nvidia::taskPreload".
+  std::string preloadWrapper;
   /// Where the bodies live, for DeviceKernelInfo::bodies.
   std::string bodiesFolder;
   /// Extra lines after `constexpr int kThreads` (e.g. static_asserts).

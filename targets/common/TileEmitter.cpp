@@ -127,7 +127,7 @@ public:
     return n;
   }
 
-  LogicalResult emitFunctions(TileCalls *calls) {
+  LogicalResult emitFunctions(TileCalls *calls, TilePreloads *preloads) {
     std::string rt =
         runtimeArg >= 0
             ? "  const int64_t rt = b[" + std::to_string(runtimeArg) + "].dims[0];\n"
@@ -171,9 +171,12 @@ public:
           out << dialect.qualifier << " int32_t " << tileFunctionName(id.getInt(), phase)
               << "(int64_t tile, const " << dialect.bindingType << " *b, char *ws"
               << dialect.extraParams << eventsParam()
-              << ") {\n";
-          out << "  (void)b; (void)ws;\n" << (dialect.passEvents ? "  (void)events;\n" : "") << rt << "  (void)rt;\n" << body
+              << (dialect.preload ? ", bool preloaded" : "") << ") {\n";
+          out << "  (void)b; (void)ws;\n" << (dialect.passEvents ? "  (void)events;\n" : "")
+              << (dialect.preload ? "  (void)preloaded;\n" : "") << rt << "  (void)rt;\n" << body
               << "  return 0;\n}\n\n";
+          if (dialect.preload && preloads)
+            emitPreload(op, partition, phase, id.getInt(), rt, *preloads);
           continue;
         }
         std::string text;
@@ -205,6 +208,27 @@ public:
           << fn.text << "  return 0;\n}\n\n";
     }
     return success();
+  }
+
+  /// The preload function of (op, phase), when its body has one
+  /// (TileDialect::preload; so far a linear tile's, phase 0): the tile's
+  /// arithmetic, then the body's preload.
+  void emitPreload(Operation &op, PartitionAttr partition, int64_t phase,
+                   int64_t id, const std::string &rt, TilePreloads &preloads) {
+    if (!isa<LinearOp>(op) || phase != 0)
+      return;
+    body.clear();
+    preloadOnly = true;
+    LogicalResult emitted = emitBody(&op, partition, phase);
+    preloadOnly = false;
+    os.flush();
+    if (failed(emitted))
+      return;
+    out << dialect.qualifier << " bool " << preloadFunctionName(id, phase)
+        << "(int64_t tile, const " << dialect.bindingType << " *b, char *ws"
+        << dialect.extraParams << ") {\n"
+        << "  (void)b; (void)ws;\n" << rt << "  (void)rt;\n" << body << "}\n\n";
+    preloads.push_back({id, phase});
   }
 
   /// Rows [r0, r1) of a `perTask`-row tile, clamped to `total` and to the
@@ -241,20 +265,28 @@ public:
           os << "  const int64_t nt = tile" << (phase == 0 ? " / " + std::to_string(splits) + "LL" : "") << ";\n"
              << "  const int64_t n0 = nt * " << nTile << "LL, n1 = std::min<int64_t>(" << n
              << "LL, n0 + " << nTile << "LL);\n";
+          const char *preloaded = dialect.preload ? ", preloaded" : "";
+          int64_t kPer = (k + splits - 1) / splits;
+          if (phase == 0 && splits > 1)
+            os << "  const int64_t s = tile % " << splits << "LL;\n"
+               << "  const int64_t k0 = s * " << kPer << "LL, k1 = std::min<int64_t>(" << k
+               << "LL, k0 + " << kPer << "LL);\n";
+          if (preloadOnly) {
+            os << "  return " << dialect.bodies << "linearPreload" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+               << ", m, " << k << "LL, n0, n1, " << (splits == 1 ? "0LL, " + std::to_string(k) + "LL" : std::string("k0, k1"))
+               << dialect.extraArgs << ");\n";
+            return success();
+          }
           if (splits == 1) {
             os << "  " << call() << dialect.bodies << "linearTile" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
                << ", " << residual << ", " << ptr(o.getY(), false) << ", m, " << k
-               << "LL, " << n << "LL, n0, n1" << dialect.extraArgs << ")" << endCall() << ";\n";
+               << "LL, " << n << "LL, n0, n1" << dialect.extraArgs << preloaded << ")" << endCall() << ";\n";
             return success();
           }
-          int64_t kPer = (k + splits - 1) / splits;
           if (phase == 0) {
-            os << "  const int64_t s = tile % " << splits << "LL;\n"
-               << "  const int64_t k0 = s * " << kPer << "LL, k1 = std::min<int64_t>(" << k
-               << "LL, k0 + " << kPer << "LL);\n"
-               << "  " << call() << dialect.bodies << "linearPartial" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+            os << "  " << call() << dialect.bodies << "linearPartial" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
                << ", " << scratch(op) << " + s * " << maxM * n << "LL, m, " << k << "LL, "
-               << n << "LL, n0, n1, k0, k1" << dialect.extraArgs << ")" << endCall() << ";\n";
+               << n << "LL, n0, n1, k0, k1" << dialect.extraArgs << preloaded << ")" << endCall() << ";\n";
           } else {
             os << "  " << call() << dialect.bodies << "linearReduce" << dialect.bodyTemplate << "(" << scratch(op) << ", " << splits << "LL, "
                << maxM * n << "LL, " << residual << ", " << ptr(o.getY(), false) << ", m, "
@@ -438,6 +470,9 @@ private:
   llvm::raw_string_ostream os{body};
   /// shareFunctions: the addresses of the function being written.
   std::vector<TileAddress> *addresses = nullptr;
+  /// emitBody writes the (op, phase)'s preload call instead of its body
+  /// (emitPreload: only for those that have one).
+  bool preloadOnly = false;
   GraphBounds bounds;
   int64_t runtimeArg = -1;
 };
@@ -448,6 +483,10 @@ std::string mlir::loom::tileFunctionName(int64_t opId, int64_t phase) {
   return llvm::formatv("op{0}_phase{1}", opId, phase).str();
 }
 
+std::string mlir::loom::preloadFunctionName(int64_t opId, int64_t phase) {
+  return tileFunctionName(opId, phase) + "_preload";
+}
+
 std::string mlir::loom::sharedTileFunctionName(int64_t index) {
   return llvm::formatv("tile{0}", index).str();
 }
@@ -455,7 +494,8 @@ std::string mlir::loom::sharedTileFunctionName(int64_t index) {
 LogicalResult mlir::loom::emitTileFunctions(GraphOp graph,
                                             const TileDialect &dialect,
                                             llvm::raw_ostream &os,
-                                            TileCalls *calls) {
+                                            TileCalls *calls,
+                                            TilePreloads *preloads) {
   assert((!dialect.shareFunctions || calls) && "shared functions need calls");
-  return TileWriter(graph, dialect, os).emitFunctions(calls);
+  return TileWriter(graph, dialect, os).emitFunctions(calls, preloads);
 }

@@ -46,6 +46,11 @@ struct TileDialect {
   /// (runTask passes args.events), for bodies that keep counters of their
   /// own (kCountersAttr); false: no such body can be emitted.
   bool passEvents = false;
+  /// Tile functions take `bool preloaded` last (after the events), and each
+  /// (op, phase) whose body can issue loads before its inputs are ready
+  /// (the linear ring's first stages) also gets a preload function
+  /// (preloadFunctionName) returning that flag. Not with shareFunctions.
+  bool preload = false;
 };
 
 /// One buffer address a shared tile function takes: the data of binding
@@ -66,18 +71,28 @@ struct TileCall {
 /// (op id, phase) -> its call.
 using TileCalls = llvm::DenseMap<std::pair<int64_t, int64_t>, TileCall>;
 
+/// The (op id, phase)s that got a preload function, in emission order.
+using TilePreloads = std::vector<std::pair<int64_t, int64_t>>;
+
 /// Writes `static int32_t op<N>_phase<P>(int64_t tile, const <bindingType> *b,
 /// char *ws <extraParams>)` for every (layer op, phase) of a scheduled graph.
 /// With dialect.shareFunctions, writes LoomAddressRef and loomAddress(), then
 /// `tile<F>(int64_t tile, const LoomBinding *b, char *ws,
 /// const LoomAddressRef *r <extraParams>)` once per distinct body, and fills
-/// `calls` (required then).
+/// `calls` (required then). With dialect.preload, also writes
+/// `static bool <preloadFunctionName>(int64_t tile, const <bindingType> *b,
+/// char *ws <extraParams>)` where the body has a preload, and lists them in
+/// `preloads` (when given).
 LogicalResult emitTileFunctions(GraphOp graph, const TileDialect &dialect,
                                 llvm::raw_ostream &os,
-                                TileCalls *calls = nullptr);
+                                TileCalls *calls = nullptr,
+                                TilePreloads *preloads = nullptr);
 
 /// The name of the tile function of (op id, phase).
 std::string tileFunctionName(int64_t opId, int64_t phase);
+
+/// The name of the preload function of (op id, phase).
+std::string preloadFunctionName(int64_t opId, int64_t phase);
 
 /// The name of shared tile function `index` (shareFunctions mode).
 std::string sharedTileFunctionName(int64_t index);

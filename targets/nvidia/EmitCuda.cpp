@@ -31,6 +31,9 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   spelling.tiles.bindingType = "LoomTaskBinding";
   // One-phase MLA keeps per-request counters among the events.
   spelling.tiles.passEvents = true;
+  // Linear tasks issue their first weight stages before waiting on x.
+  spelling.tiles.preload = true;
+  spelling.preloadWrapper = "loom::nvidia::taskPreload";
   spelling.runTaskQualifier = "__device__";
   spelling.kernelBounds = "__launch_bounds__(kThreads, 1)";
   spelling.persistentLoop = "loom::nvidia::loomPersistentLoop";

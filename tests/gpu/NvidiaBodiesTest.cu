@@ -307,9 +307,15 @@ template <typename TIn> struct LinearTileF {
   const bf16 *residual;
   bf16 *y;
   int64_t M, K, N, nTile;
+  bool preload; // as the engine does for a task that waits
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     const int64_t n0 = tile * nTile, n1 = lnv::imin(N, n0 + nTile);
-    return sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1, smem);
+    const bool preloaded =
+        preload &&
+        sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, 0, K, smem);
+    __syncthreads(); // the engine's wait
+    return sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1, smem,
+                                      preloaded);
   }
 };
 
@@ -318,13 +324,18 @@ struct LinearPartialF {
   const bf16 *w;
   float *scratch;
   int64_t M, maxM, K, N, nTile, splits;
+  bool preload;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     const int64_t nt = tile / splits, s = tile % splits;
     const int64_t n0 = nt * nTile, n1 = lnv::imin(N, n0 + nTile);
     const int64_t kPer = (K + splits - 1) / splits;
     const int64_t k0 = s * kPer, k1 = lnv::imin(K, k0 + kPer);
+    const bool preloaded =
+        preload &&
+        sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, k0, k1, smem);
+    __syncthreads();
     return sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K, N,
-                                         n0, n1, k0, k1, smem);
+                                         n0, n1, k0, k1, smem, preloaded);
   }
 };
 
@@ -340,9 +351,11 @@ struct LinearReduceF {
   }
 };
 
-/// nTile / splits as partitionLinear chooses them (unless forced).
+/// nTile / splits as partitionLinear chooses them (unless forced); preload:
+/// each tile first issues what linearPreload issues.
 void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
-                int64_t forceNTile = 0, int64_t smem = -1) {
+                int64_t forceNTile = 0, int64_t smem = -1,
+                bool preload = false) {
   if (smem < 0)
     smem = sm90::linearSmemBytes<kThreads>();
   int64_t nTile =
@@ -357,9 +370,10 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
                 "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s "
-                "smem=%lld",
+                "smem=%lld%s",
                 (long long)M, (long long)K, (long long)N, (long long)nTile,
-                (long long)splits, residual ? " +res" : "", (long long)smem);
+                (long long)splits, residual ? " +res" : "", (long long)smem,
+                preload ? " preloaded" : "");
   const std::string name = nameBuf;
 
   const float ws = 1.0f / std::sqrt(float(K));
@@ -376,7 +390,7 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
       host::linearTile(x.data(), w.data(), resH, ref.data(), M, K, N, c * 64,
                        std::min<int64_t>(N, c * 64 + 64));
     });
-    LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile};
+    LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile, preload};
     expectStatus(name, runTiles(f, nTiles, smem), 0);
     compare(name, dy.get(), ref, 2e-2, 1e-2);
     return;
@@ -392,7 +406,8 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   host::linearReduce(refScratch.data(), splits, maxM * N, resH, ref.data(), M,
                      N, 0, N);
   Dev<float> dScratch(poisonVec<float>(refScratch.size()));
-  LinearPartialF f0{dx.p, dw.p, dScratch.p, M, maxM, K, N, nTile, splits};
+  LinearPartialF f0{dx.p,  dw.p, dScratch.p, M,      maxM,
+                    K,     N,    nTile,      splits, preload};
   expectStatus(name, runTiles(f0, nTiles * splits, smem), 0);
   compare(name + " partials", dScratch.get(), refScratch, 1e-3, 1e-3);
   LinearReduceF f1{dScratch.p, resD, dy.p, M, maxM, N, nTile, splits};
@@ -411,7 +426,7 @@ void testLinearGeneric() {
                    ref.data(), M, K, N, 0, N);
   Dev<float> dx(x);
   Dev<bf16> dw(w), dy(poisonVec<bf16>(M * N));
-  LinearTileF<float> f{dx.p, dw.p, nullptr, dy.p, M, K, N, nTile};
+  LinearTileF<float> f{dx.p, dw.p, nullptr, dy.p, M, K, N, nTile, true};
   expectStatus(name, runTiles(f, N / nTile, sm90::linearSmemBytes<kThreads>()),
                0);
   compare(name, dy.get(), ref, 2e-2, 1e-2);
@@ -574,6 +589,8 @@ struct GqaMergeTile {
   }
 };
 
+int64_t kernelSmem();
+
 void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
              int64_t D, int64_t P) {
   const int64_t batch = int64_t(lens.size()), Dv = D;
@@ -611,13 +628,24 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
   Dev<float> dws(poisonVec<float>(wsFloats));
   GqaSplitTile f0{dq.p, dkc.p, dvc.p, dip.p, dind.p, dlens.p, dws.p, batch,
                   maxB, Hq,    Hkv,   D,     Dv,     P,       S,     scale};
-  expectStatus(
-      name, runTiles(f0, maxB * Hkv * S, sm90::gqaSplitSmemBytes<kThreads>(D)),
-      0);
-  compare(name + " partials", dws.get(), refWs, 1e-3, 1e-3);
-  GqaMergeTile f1{dws.p, dlens.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
-  expectStatus(name, runTiles(f1, maxB * Hkv, 0), 0);
-  compare(name, dout.get(), ref, 1e-2, 1e-2);
+  // The fast path (its own shared memory), then the staged one (all a
+  // kernel has), whose partials the merges below read.
+  for (int64_t splitSmem :
+       {sm90::gqaSplitSmemBytes<kThreads>(D), kernelSmem()}) {
+    dws.put(poisonVec<float>(wsFloats));
+    expectStatus(name, runTiles(f0, maxB * Hkv * S, splitSmem), 0);
+    compare(name + (splitSmem == kernelSmem() ? " partials staged"
+                                              : " partials"),
+            dws.get(), refWs, 1e-3, 1e-3);
+  }
+  // The merge with its weights in shared memory, then the plain loop.
+  for (int64_t mergeSmem : {kernelSmem(), int64_t(0)}) {
+    dout.put(poisonVec<bf16>(ref.size()));
+    GqaMergeTile f1{dws.p, dlens.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
+    expectStatus(name, runTiles(f1, maxB * Hkv, mergeSmem), 0);
+    compare(name + (mergeSmem ? " merge smem" : " merge"), dout.get(), ref,
+            1e-2, 1e-2);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -1882,6 +1910,17 @@ int main(int argc, char **argv) {
   // The fewest stages a ring takes: every stage but the first two refilled.
   testLinear(4, 4096, 4096, false, 224,
              sm90::detail::linearRingSmemBytes<kThreads>(3));
+  // The first stages issued before the body (the engine's preload for a
+  // task that waits): ring tiles, split-K, the 3-stage minimum, a single
+  // short chunk, and tiles whose path has no preload.
+  for (int64_t M : {1, 8, 9})
+    testLinear(M, 4096, 4096, M == 8, 0, kernelSmem(), true);
+  testLinear(5, 4096, 1024, false, 0, kernelSmem(), true);
+  testLinear(2, 4000, 1000, true, 40, kernelSmem(), true);
+  testLinear(1, 64, 256, false, 0, kernelSmem(), true);
+  testLinear(4, 4096, 4096, false, 224,
+             sm90::detail::linearRingSmemBytes<kThreads>(3), true);
+  testLinear(1, 4096, 1024, true, 48, sm90::linearSmemBytes<kThreads>(), true);
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens

@@ -459,22 +459,34 @@ __device__ void linearGeneric(const TIn *x, const TW *w, int64_t M, int64_t K,
   }
 }
 
-/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M, n in [n0, n1).
+/// Stages of the ring linearBlock streams this tile's weights through; 0:
+/// another path.
+template <int kThreads, typename TIn, typename TW>
+__device__ int64_t linearRingStagesFor(const TIn *x, const TW *w, int64_t M,
+                                       int64_t K, int64_t k0, int64_t k1) {
+  if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>)
+    return K % 8 == 0 && k0 % 8 == 0 && k1 % 8 == 0 && nv::isAligned16(x) &&
+                   nv::isAligned16(w)
+               ? linearRingStages<kThreads>(nv::dynamicSmemBytes(), M)
+               : 0;
+  return 0;
+}
+
+/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M, n in [n0, n1). preloaded:
+/// linearPreload ran with the same arguments since the last body.
 template <int kThreads, typename TIn, typename TW, typename Out>
 __device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
                             int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-                            char *smem, const Out &out) {
+                            char *smem, bool preloaded, const Out &out) {
   if (n0 >= n1 || M <= 0)
     return;
   if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>) {
     if (K % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w)) {
       const int64_t ringStages =
-          k0 % 8 == 0 && k1 % 8 == 0
-              ? linearRingStages<kThreads>(nv::dynamicSmemBytes(), M)
-              : 0;
+          linearRingStagesFor<kThreads>(x, w, M, K, k0, k1);
       if (ringStages > 0) {
         linearRing<kThreads>(x, w, M, K, n0, n1, k0, k1, ringStages, smem,
-                             out);
+                             preloaded, out);
         return;
       }
       float *part = nv::dynamicSmemBytes() >= linearSmemBytes<kThreads>()
@@ -527,25 +539,47 @@ struct PartialStore {
 };
 } // namespace detail
 
+/// The loads of linearTile / linearPartial that need none of the task's
+/// inputs (the first stages of the weight ring), issued while the engine
+/// still waits for them; true when it issued any, and then the body must
+/// be called next with the same arguments and preloaded = true. Every
+/// thread of the block calls it.
+template <int kThreads, typename TIn, typename TW>
+__device__ __noinline__ bool linearPreload(const TIn *x, const TW *w,
+                                           int64_t M, int64_t K, int64_t n0,
+                                           int64_t n1, int64_t k0, int64_t k1,
+                                           char *smem) {
+  if (detail::kRingPreloadStages == 0 || n0 >= n1 || M <= 0)
+    return false;
+  const int64_t stages =
+      detail::linearRingStagesFor<kThreads>(x, w, M, K, k0, k1);
+  if (stages == 0)
+    return false;
+  detail::linearRingStart<kThreads>(w, K, n0, n1, k0, k1, stages, smem);
+  return true;
+}
+
 /// Output-column tile: y[m, n] = residual[m, n] + x[m, :] . w[n, :] for
-/// m < M, n in [n0, n1). `residual` may be null or alias `y`.
+/// m < M, n in [n0, n1). `residual` may be null or alias `y`. preloaded:
+/// linearPreload(x, w, M, K, n0, n1, 0, K, smem) returned true.
 template <int kThreads, typename TIn, typename TW, typename TOut>
 __device__ __noinline__ int32_t linearTile(const TIn *x, const TW *w,
                               const detail::NoDeduceT<TOut> *residual, TOut *y,
                               int64_t M, int64_t K, int64_t N, int64_t n0,
-                              int64_t n1, char *smem) {
-  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, 0, K, smem,
+                              int64_t n1, char *smem, bool preloaded = false) {
+  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, 0, K, smem, preloaded,
                                 detail::LinearStore<TOut>{residual, y, N});
   return nv::kBodyOk;
 }
 
 /// Split-K phase 0: partial[m * N + n] = x[m, k0:k1] . w[n, k0:k1].
+/// preloaded: as linearTile's, k range [k0, k1).
 template <int kThreads, typename TIn, typename TW>
 __device__ __noinline__ int32_t linearPartial(const TIn *x, const TW *w, float *partial,
                                  int64_t M, int64_t K, int64_t N, int64_t n0,
                                  int64_t n1, int64_t k0, int64_t k1,
-                                 char *smem) {
-  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, k0, k1, smem,
+                                 char *smem, bool preloaded = false) {
+  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, k0, k1, smem, preloaded,
                                 detail::PartialStore{partial, N});
   return nv::kBodyOk;
 }
@@ -626,6 +660,10 @@ __device__ __noinline__ int32_t rope(const TX *x, const TPos *positions, TY *y, 
   const int64_t half = rotaryDim / 2;
   const bool vec =
       half % 8 == 0 && D % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(y);
+  // theta^e as 2^(e log2 theta), and sin and cos from one reduction: a
+  // third of pow + cos + sin, the same floats (the double results differ
+  // in their last bits at most).
+  const double log2Theta = log2(double(theta));
   for (int64_t r = r0; r < r1;) {
     const int64_t t = r / H;
     const int64_t rEnd = imin(r1, (t + 1) * H), rows = rEnd - r;
@@ -634,11 +672,12 @@ __device__ __noinline__ int32_t rope(const TX *x, const TPos *positions, TY *y, 
       const int64_t cnt = imin(kRopePairs, half - i0);
       __syncthreads(); // the previous table's readers are done
       for (int64_t j = threadIdx.x; j < cnt; j += kThreads) {
-        double invFreq =
-            pow(double(theta), -2.0 * double(i0 + j) / double(rotaryDim));
-        double angle = pos * invFreq;
-        cosv[j] = float(cos(angle));
-        sinv[j] = float(sin(angle));
+        const double invFreq =
+            exp2(-2.0 * double(i0 + j) / double(rotaryDim) * log2Theta);
+        double sn, cs;
+        sincos(pos * invFreq, &sn, &cs);
+        cosv[j] = float(cs);
+        sinv[j] = float(sn);
       }
       __syncthreads();
       if (vec) {
@@ -726,6 +765,227 @@ __host__ __device__ constexpr int64_t gqaSplitSmemBytes(int64_t D = 256) {
 }
 
 namespace detail {
+/// The staged path's chunk: K and V rows of 64 KB of tokens (128 at D = 128).
+__host__ __device__ constexpr int64_t gqaStagedChunk(int64_t D) {
+  return 16384 / D;
+}
+} // namespace detail
+
+/// Shared memory of gqaDecodeSplit's staged path (K/V through shared memory
+/// by cp.async, two chunks) for head dim D (64, 128 or 256).
+template <int kThreads>
+__host__ __device__ constexpr int64_t gqaStagedSmemBytes(int64_t D = 256) {
+  return 2 * 2 * detail::gqaStagedChunk(D) * D * 2 +                // K, V x 2
+         2 * detail::kGqaMaxGroup * detail::gqaStagedChunk(D) * 4 + // scores x 2
+         2 * detail::kGqaMaxGroup * 4 + 2 * detail::kGqaMaxGroup * 4;
+}
+
+namespace detail {
+
+/// A lane's 8 dims of the first nh <= kG query heads from `q` (head h at
+/// q + h * D), scaled into log2 units (smScale * log2 e); zeros past nh.
+template <int kG, typename TQ>
+__device__ __forceinline__ void gqaLoadQ(const TQ *q, int64_t D, int64_t nh,
+                                         float smScale, float (&qv)[kG][8]) {
+#pragma unroll
+  for (int h = 0; h < kG; ++h) {
+    if (h < nh) {
+      nv::load8(q + h * D, qv[h]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        qv[h][e] *= smScale * nv::kLog2e;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        qv[h][e] = 0.f;
+    }
+  }
+}
+
+/// Staged path: D == Dv == 8 * kLpr, 16-bit caches. The split's tokens go
+/// by chunks of gqaStagedChunk(D) through two shared-memory buffers
+/// (cp.async, the next chunk in flight while this one is scored). A unit
+/// of kLpr lanes owns tokens u, u + kUnits, ... of a chunk, and copies and
+/// reads only its own lanes' 16 bytes of their K and V rows. Per chunk,
+/// unlike the fast path's token-by-token online softmax, every score is
+/// independent (dot products and their shuffles overlap), then warp h
+/// takes head h's chunk max and sum and the rescale of the running state,
+/// then each unit adds its tokens' p * V; the units' sums share the block's
+/// running max, so they merge by plain addition at the end.
+template <int kThreads, int kLpr, int kG, typename TQ, typename TK,
+          typename TV, typename TInd>
+__device__ void gqaSplitStaged(const TQ *q, const TK *kCache, const TV *vCache,
+                               const TInd *pages, float *oPart, float *lsePart,
+                               int64_t Hq, int64_t Hkv, int64_t D, int64_t P,
+                               float smScale, int64_t b, int64_t hk, int64_t h0,
+                               int64_t nh, int64_t slotRow, int64_t tBegin,
+                               int64_t tEnd, char *smem) {
+  constexpr int kWarps = kThreads / 32, kUnitsPerWarp = 32 / kLpr;
+  constexpr int kUnits = kWarps * kUnitsPerWarp;
+  constexpr int kDim = 8 * kLpr;
+  constexpr int kChunk = int(gqaStagedChunk(kDim));
+  constexpr int kPerUnit = kChunk / kUnits; // tokens of a unit per chunk
+  static_assert(kChunk % kUnits == 0 && kChunk % 32 == 0, "chunk shape");
+  static_assert(kG <= kWarps, "a warp per head for the chunk statistics");
+  constexpr int kRowBytes = 2 * kDim;
+  constexpr int kBufBytes = 2 * kChunk * kRowBytes; // K rows, then V rows
+  const int lane = laneId(), warp = warpId();
+  const int sub = lane % kLpr;
+  const int unit = warp * kUnitsPerWarp + lane / kLpr;
+  char *buf = smem;
+  float *sS = reinterpret_cast<float *>(smem + 2 * kBufBytes); // [2][kG][kChunk]
+  float *sAlpha = sS + 2 * kG * kChunk;                         // [2][kG]
+  float *sStat = sAlpha + 2 * kG;                               // m, l [kG]
+
+  float qv[kG][8];
+  gqaLoadQ<kG>(q + (b * Hq + h0) * D + 8 * sub, D, nh, smScale, qv);
+
+  // This lane's 16 bytes of the K and V rows of its unit's tokens of chunk
+  // c (zeros past the split's end) into buffer c & 1.
+  const uint32_t end = uint32_t(tEnd), pageTokens = uint32_t(P);
+  auto issue = [&](int32_t c) {
+    char *kb = buf + (c & 1) * kBufBytes, *vb = kb + kChunk * kRowBytes;
+#pragma unroll
+    for (int j = 0; j < kPerUnit; ++j) {
+      const int tok = unit + j * kUnits;
+      const uint32_t t = uint32_t(tBegin) + uint32_t(c * kChunk + tok);
+      const bool ok = t < end;
+      const int64_t row =
+          ok ? (int64_t(pages[t / pageTokens]) * P + t % pageTokens) * Hkv +
+                   hk
+             : 0;
+      nv::cpAsync16(kb + tok * kRowBytes + 16 * sub, kCache + row * D + 8 * sub,
+                    ok);
+      nv::cpAsync16(vb + tok * kRowBytes + 16 * sub, vCache + row * D + 8 * sub,
+                    ok);
+    }
+    nv::cpAsyncCommit();
+  };
+
+  float acc[kG][8];
+#pragma unroll
+  for (int h = 0; h < kG; ++h)
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      acc[h][e] = 0.f;
+  float mRun = nv::kNegInf, lRun = 0.f; // warp h's head h
+
+  const int32_t chunks = int32_t(ceilDiv(tEnd - tBegin, kChunk));
+  if (chunks > 0)
+    issue(0);
+  for (int32_t c = 0; c < chunks; ++c) {
+    const char *kb = buf + (c & 1) * kBufBytes, *vb = kb + kChunk * kRowBytes;
+    float *S = sS + (c & 1) * kG * kChunk;
+    float *alpha = sAlpha + (c & 1) * kG;
+    nv::cpAsyncWait<0>(); // chunk c: this lane's own copies
+    // Scores (base 2, scaled); past the end -inf.
+#pragma unroll
+    for (int j = 0; j < kPerUnit; ++j) {
+      const int tok = unit + j * kUnits;
+      const bool ok = uint32_t(tBegin) + uint32_t(c * kChunk + tok) < end;
+      float kv[8];
+      nv::unpack8<TK>(
+          *reinterpret_cast<const uint4 *>(kb + tok * kRowBytes + 16 * sub), kv);
+#pragma unroll
+      for (int h = 0; h < kG; ++h) {
+        float sc = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          sc += qv[h][e] * kv[e];
+#pragma unroll
+        for (int off = kLpr / 2; off > 0; off /= 2)
+          sc += __shfl_xor_sync(0xffffffffu, sc, off);
+        if (sub == 0)
+          S[h * kChunk + tok] = ok ? sc : nv::kNegInf;
+      }
+    }
+    __syncthreads(); // scores written; chunk c - 1's buffer is free
+    if (c + 1 < chunks)
+      issue(c + 1);
+    // Warp h: head h's chunk max and sum, the running state's rescale.
+    if (warp < nh) {
+      float v[kChunk / 32];
+      float cm = nv::kNegInf;
+#pragma unroll
+      for (int i = 0; i < kChunk / 32; ++i) {
+        v[i] = S[warp * kChunk + lane + 32 * i];
+        cm = fmaxf(cm, v[i]);
+      }
+      const float mNew = fmaxf(mRun, nv::warpMax(cm));
+      float cs = 0.f;
+#pragma unroll
+      for (int i = 0; i < kChunk / 32; ++i) {
+        const float pr = nv::fastExp2(v[i] - mNew); // -inf: 0
+        S[warp * kChunk + lane + 32 * i] = pr;
+        cs += pr;
+      }
+      const float a = nv::rescale2(mRun, mNew);
+      lRun = lRun * a + nv::warpSum(cs);
+      mRun = mNew;
+      if (lane == 0)
+        alpha[warp] = a;
+    }
+    __syncthreads(); // probabilities and rescales written
+#pragma unroll
+    for (int h = 0; h < kG; ++h) {
+      const float a = h < nh ? alpha[h] : 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        acc[h][e] *= a;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerUnit; ++j) {
+      const int tok = unit + j * kUnits;
+      float vv[8];
+      nv::unpack8<TV>(
+          *reinterpret_cast<const uint4 *>(vb + tok * kRowBytes + 16 * sub), vv);
+#pragma unroll
+      for (int h = 0; h < kG; ++h) {
+        const float pr = h < nh ? S[h * kChunk + tok] : 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          acc[h][e] += pr * vv[e];
+      }
+    }
+  }
+
+  // Units share the running max: their sums add. Within the warp by
+  // shuffles, across warps in shared memory (fixed order).
+#pragma unroll
+  for (int off = kLpr; off < 32; off *= 2)
+#pragma unroll
+    for (int h = 0; h < kG; ++h)
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], off);
+  if (warp < nh && lane == 0) {
+    sStat[warp] = mRun;
+    sStat[kG + warp] = lRun;
+  }
+  __syncthreads(); // every lane is done reading the buffers
+  float *sPart = reinterpret_cast<float *>(buf); // [kWarps][kG][kDim]
+  if (lane < kLpr) {
+#pragma unroll
+    for (int h = 0; h < kG; ++h)
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        sPart[(warp * kG + h) * kDim + 8 * sub + e] = acc[h][e];
+  }
+  __syncthreads();
+  for (int64_t idx = threadIdx.x; idx < nh * kDim; idx += kThreads) {
+    const int64_t h = idx / kDim, d = idx % kDim;
+    float o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      o += sPart[(w * kG + h) * kDim + d];
+    const float l = sStat[kG + h];
+    const int64_t row = slotRow + h0 + h;
+    oPart[row * D + d] = l > 0.f ? o / l : 0.f;
+    if (d == 0)
+      lsePart[row] = l > 0.f ? (sStat[h] + log2f(l)) * nv::kLn2 : nv::kNegInf;
+  }
+  __syncthreads(); // shared memory is reused by the next pass
+}
 
 /// Fast path: D == Dv == 8 * kLpr. A unit of kLpr lanes holds a token's K
 /// and V rows (8 elements per lane) and the online-softmax state of up to kG
@@ -748,19 +1008,7 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
   const int64_t d0 = int64_t(sub) * 8;
 
   float qv[kG][8];
-#pragma unroll
-  for (int h = 0; h < kG; ++h) {
-    if (h < nh) {
-      nv::load8(q + (b * Hq + h0 + h) * D + d0, qv[h]);
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        qv[h][e] *= smScale * nv::kLog2e;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        qv[h][e] = 0.f;
-    }
-  }
+  gqaLoadQ<kG>(q + (b * Hq + h0) * D + d0, D, nh, smScale, qv);
   float m[kG], l[kG], acc[kG][8];
 #pragma unroll
   for (int h = 0; h < kG; ++h) {
@@ -930,6 +1178,26 @@ __device__ void gqaSplitGeneric(const TQ *q, const TK *kCache, const TV *vCache,
 template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
           typename TInd>
 __device__ void
+gqaSplitStagedGroup(const TQ *q, const TK *kCache, const TV *vCache,
+                    const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
+                    int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
+                    int64_t hk, int64_t h0, int64_t nh, int64_t slotRow,
+                    int64_t tBegin, int64_t tEnd, char *smem) {
+  if constexpr (kIs16Bit<TK> && kIs16Bit<TV>) {
+    if (nh <= 4)
+      gqaSplitStaged<kThreads, kLpr, 4>(q, kCache, vCache, pages, oPart,
+                                        lsePart, Hq, Hkv, D, P, smScale, b, hk,
+                                        h0, nh, slotRow, tBegin, tEnd, smem);
+    else
+      gqaSplitStaged<kThreads, kLpr, 8>(q, kCache, vCache, pages, oPart,
+                                        lsePart, Hq, Hkv, D, P, smScale, b, hk,
+                                        h0, nh, slotRow, tBegin, tEnd, smem);
+  }
+}
+
+template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
+          typename TInd>
+__device__ void
 gqaSplitFastGroup(const TQ *q, const TK *kCache, const TV *vCache,
                   const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
                   int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
@@ -984,9 +1252,26 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     return nv::kBodyOk;
   }
   float *sm = reinterpret_cast<float *>(smem);
+  const bool staged = detail::kIs16Bit<TK> && detail::kIs16Bit<TV> &&
+                      nv::dynamicSmemBytes() >= gqaStagedSmemBytes<kThreads>(D);
   for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
        h0 += detail::kGqaMaxGroup) {
     const int64_t nh = imin(detail::kGqaMaxGroup, (hk + 1) * group - h0);
+    if (staged) {
+      if (D == 64)
+        detail::gqaSplitStagedGroup<kThreads, 8>(
+            q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale,
+            b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
+      else if (D == 128)
+        detail::gqaSplitStagedGroup<kThreads, 16>(
+            q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale,
+            b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
+      else
+        detail::gqaSplitStagedGroup<kThreads, 32>(
+            q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale,
+            b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
+      continue;
+    }
     if (D == 64)
       detail::gqaSplitFastGroup<kThreads, 8>(
           q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
@@ -1006,7 +1291,10 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
 /// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
 /// w_i = exp(lse_i - max lse) over the pair's split tasks (gqaPairTasks),
 /// for the heads of group hk; o = 0 when every split is empty. Requests
-/// b >= batch are skipped.
+/// b >= batch are skipped. With the shared memory for the pair's
+/// count x group weights, they are computed once (the lse loads in parallel)
+/// and each output's partial loads are issued together; the plain loop
+/// otherwise.
 template <int kThreads, typename TO, typename TLen>
 __device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
                                                const TLen *kvLens, TO *o,
@@ -1019,6 +1307,41 @@ __device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
   const int64_t group = Hq / Hkv, numTasks = maxBatch * Hkv * S;
   const GqaPairTasks pair = gqaPairTasks(kvLens, batch, Hkv, numTasks, b, hk);
   const float *lsePart = workspace + numTasks * group * Dv;
+  const int64_t weights = pair.count * group;
+  if (nv::dynamicSmemBytes() >= weights * 4) {
+    // The pair's lse rows are contiguous: [count][group] from first * group.
+    float *w = reinterpret_cast<float *>(smem);
+    for (int64_t i = threadIdx.x; i < weights; i += kThreads)
+      w[i] = lsePart[pair.first * group + i];
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < group; j += kThreads) {
+      float mx = nv::kNegInf;
+      for (int64_t i = 0; i < pair.count; ++i)
+        mx = fmaxf(mx, w[i * group + j]);
+      float wsum = 0.f;
+      for (int64_t i = 0; i < pair.count; ++i) {
+        const float e =
+            mx == nv::kNegInf ? 0.f : expf(w[i * group + j] - mx);
+        w[i * group + j] = e;
+        wsum += e;
+      }
+      const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+      for (int64_t i = 0; i < pair.count; ++i)
+        w[i * group + j] *= inv;
+    }
+    __syncthreads();
+    const float *part = workspace + pair.first * group * Dv;
+    for (int64_t idx = threadIdx.x; idx < group * Dv; idx += kThreads) {
+      const int64_t j = idx / Dv;
+      float acc = 0.f;
+#pragma unroll 8
+      for (int64_t i = 0; i < pair.count; ++i)
+        acc += w[i * group + j] * part[i * group * Dv + idx];
+      nv::stF(o, (b * Hq + hk * group) * Dv + idx, acc);
+    }
+    __syncthreads(); // the weights' readers are done before the next body
+    return nv::kBodyOk;
+  }
   for (int64_t idx = threadIdx.x; idx < group * Dv; idx += kThreads) {
     const int64_t j = idx / Dv, d = idx % Dv;
     float mx = nv::kNegInf;

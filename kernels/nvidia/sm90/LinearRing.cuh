@@ -14,18 +14,29 @@
 // slices w, w + kWarps, ... of every stage with mma.m16n8k16 (weights as A,
 // x as B; a lane reads 16 contiguous bytes of each of its rows, as the
 // register path does); x comes from global memory, as copying its chunk
-// into every stage made all SMs read the same lines of L2 at once. A warp
+// into every stage made all SMs read the same lines of L2 at once. A thread
 // releases a stage (an arrival on the stage's "empty" mbarrier) as soon as
-// it has its fragments; warp 0, having read stage s, waits until every warp
-// has released stage s - 1 and copies stage s - 1 + ring into its slot. At
-// a row group's end the warps' partial sums meet in shared memory (two
-// buffers, alternating by group) and each output adds them in warp order,
-// so results do not depend on timing.
+// it has its fragments; thread 0, having read stage s, waits until every
+// thread has released stage s - 1 and copies stage s - 1 + ring into its
+// slot (one arrival per warp after a __syncwarp is as ordered, but
+// compute-sanitizer's racecheck reports the copy against the other lanes'
+// reads). At a row group's end the warps' partial sums meet in shared
+// memory (two buffers, alternating by group) and each output adds them in
+// warp order, so results do not depend on timing.
+//
+// The first stages need nothing but the weights: a task that must wait for
+// its x issues them before waiting (linearRingStart, called through the
+// body's linearPreload by the engine), so its copies are in flight across
+// the dependency.
 //
 // Measured on the H200 (bench/results/h200/2026-12-02-h): 2 KB copies, x
 // in every stage or x loaded once per tile were slower in the decoder; the
 // last warp to release a stage refilling it (a shared-memory counter) was
 // as fast, but compute-sanitizer's racecheck does not see that hand-off.
+// racecheck still reports the copies of consecutive tasks into the same
+// stage: the barriers live in the dynamic shared memory other bodies
+// reuse, so each task initialises them again, and the tool loses the
+// copies' completion across that (bench/results/h200/2026-12-02-i).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_LINEARRING_CUH
@@ -47,6 +58,11 @@ constexpr int kRingK = 2048;     // k a stage holds: 4 KB per weight row
 constexpr int kRingMaxXRows = 8; // x rows: the n8 side of the mma
 constexpr int kRingMaxStages = 12;
 constexpr int kRingMinStages = 3; // one filling, one read, one ahead
+/// Stages a task's preload issues before its wait (linearRingStart). One:
+/// all three measured the same in the decoder (bench/results/h200/
+/// 2026-12-02-i), and a smaller burst leaves more of HBM to the short
+/// latency-bound tasks that run while the linears' workers wait.
+constexpr int kRingPreloadStages = 1;
 constexpr int kRingRowBytes = 2 * kRingK + 16;
 constexpr int kRingHeaderBytes = 256; // two mbarriers per stage
 static_assert(kRingHeaderBytes >= 2 * 8 * kRingMaxStages,
@@ -84,69 +100,129 @@ __host__ __device__ int64_t linearRingStages(int64_t smemBytes, int64_t xRows) {
   return stages >= kRingMinStages ? stages : 0;
 }
 
-/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M <= 8, n in [n0, n1),
-/// through a ring of `stages` stages (linearRingStages) in `smem`. k0, k1
-/// and K multiples of 8; x and w 16-byte aligned, 16-bit elements.
-template <int kThreads, typename T, typename Out>
-__device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
-                           int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-                           int64_t stages, char *smem, const Out &out) {
+/// One tile's walk through the ring: which weights stage s holds, and the
+/// copies that fill it. The preload (before the task's inputs are ready)
+/// and the body build the same plan from the same arguments.
+template <int kThreads, typename T> struct RingPlan {
   using S = RingShape<kThreads>;
-  const int warp = nv::warpId(), lane = nv::laneId(), g = lane >> 2,
-            q = lane & 3;
-  const int32_t chunks = int32_t(nv::ceilDiv(k1 - k0, kRingK));
-  const int32_t total = int32_t(nv::ceilDiv(n1 - n0, kRingRows)) * chunks;
-  if (total <= 0)
-    return;
-  const int32_t ring = int32_t(nv::imin(stages, total));
-  uint64_t *full = reinterpret_cast<uint64_t *>(smem);
-  uint64_t *empty = full + kRingMaxStages;
-  float *scratch = reinterpret_cast<float *>(smem + kRingHeaderBytes);
-  char *stage0 = smem + linearRingSmemBytes<kThreads>(0);
-
   struct Stage {
     int64_t rowA, rows, kA, kLen;
   };
-  auto stageOf = [&](int32_t s) {
+  const T *w;
+  int64_t K, n0, n1, k0, k1;
+  int32_t chunks, total, ring;
+  uint64_t *full, *empty;
+  char *stage0;
+
+  __device__ RingPlan(const T *w, int64_t K, int64_t n0, int64_t n1,
+                      int64_t k0, int64_t k1, int64_t stages, char *smem)
+      : w(w), K(K), n0(n0), n1(n1), k0(k0), k1(k1) {
+    chunks = int32_t(nv::ceilDiv(k1 - k0, kRingK));
+    total = n1 > n0 ? int32_t(nv::ceilDiv(n1 - n0, kRingRows)) * chunks : 0;
+    ring = int32_t(nv::imin(stages, total));
+    full = reinterpret_cast<uint64_t *>(smem);
+    empty = full + kRingMaxStages;
+    stage0 = smem + linearRingSmemBytes<kThreads>(0);
+  }
+
+  __device__ Stage stage(int32_t s) const {
     Stage st;
     st.rowA = n0 + int64_t(s / chunks) * kRingRows;
     st.rows = nv::imin(kRingRows, n1 - st.rowA);
     st.kA = k0 + int64_t(s % chunks) * kRingK;
     st.kLen = nv::imin(kRingK, k1 - st.kA);
     return st;
-  };
-  // One warp: stage s into slot s % ring, a bulk copy per row.
-  auto issue = [&](int32_t s) {
-    const Stage st = stageOf(s);
+  }
+
+  /// Thread 0: stage s into slot s % ring, a bulk copy per row. One thread
+  /// issues every copy of the ring (the hardware issues a warp's copies one
+  /// lane at a time anyway), so the copies into a slot are in its program
+  /// order, which compute-sanitizer's racecheck needs to see them ordered.
+  __device__ void issue(int32_t s) const {
+    const Stage st = stage(s);
     const uint32_t bytes = uint32_t(2 * st.kLen);
     char *dst = stage0 + (s % ring) * S::kStageBytes;
     uint64_t *bar = full + s % ring;
-    if (lane == 0)
-      nv::mbarrierArriveExpectTx(bar, uint32_t(st.rows) * bytes);
-    __syncwarp();
-    if (lane < st.rows)
-      nv::bulkCopyToShared(dst + lane * kRingRowBytes,
-                           w + (st.rowA + lane) * K + st.kA, bytes, bar);
-  };
+    nv::mbarrierArriveExpectTx(bar, uint32_t(st.rows) * bytes);
+    for (int64_t r = 0; r < st.rows; ++r)
+      nv::bulkCopyToShared(dst + r * kRingRowBytes, w + (st.rowA + r) * K + st.kA,
+                           bytes, bar);
+  }
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < ring; ++i) {
-      nv::mbarrierInit(full + i, 1);
-      nv::mbarrierInit(empty + i, S::kWarps);
+  /// Stages a preload issues: the rest wait for the body.
+  __device__ int32_t preloaded() const {
+    return nv::imin(ring, kRingPreloadStages);
+  }
+
+  /// Every thread: the barriers, then thread 0 issues stages [0, upTo).
+  /// Needs nothing but the weights, so it may run before the task's
+  /// inputs are ready.
+  __device__ void start(int32_t upTo) const {
+    if (total <= 0)
+      return;
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < ring; ++i) {
+        nv::mbarrierInit(full + i, 1);
+        nv::mbarrierInit(empty + i, kThreads);
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      nv::fenceProxyAsyncShared(); // earlier bodies' use of these bytes
+      for (int32_t s = 0; s < upTo; ++s)
+        issue(s);
     }
   }
-  __syncthreads();
-  if (warp == 0) {
-    nv::fenceProxyAsyncShared(); // earlier bodies' use of these bytes
-    for (int32_t s = 0; s < ring; ++s)
-      issue(s);
+
+  /// Thread 0 (after start(from)): stages [from, ring).
+  __device__ void issueRest(int32_t from) const {
+    if (threadIdx.x == 0)
+      for (int32_t s = from; s < ring; ++s)
+        issue(s);
   }
+};
+
+/// The loads of linearRing that need no input: the ring's first stages.
+/// Every thread of the block calls it; linearRing with started = true
+/// (same arguments) then consumes them.
+template <int kThreads, typename T>
+__device__ void linearRingStart(const T *w, int64_t K, int64_t n0, int64_t n1,
+                                int64_t k0, int64_t k1, int64_t stages,
+                                char *smem) {
+  const RingPlan<kThreads, T> plan(w, K, n0, n1, k0, k1, stages, smem);
+  plan.start(plan.preloaded());
+}
+
+/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M <= 8, n in [n0, n1),
+/// through a ring of `stages` stages (linearRingStages) in `smem`; started:
+/// linearRingStart ran with the same arguments since the last body. k0, k1
+/// and K multiples of 8; x and w 16-byte aligned, 16-bit elements.
+template <int kThreads, typename T, typename Out>
+__device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
+                           int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                           int64_t stages, char *smem, bool started,
+                           const Out &out) {
+  using S = RingShape<kThreads>;
+  using Plan = RingPlan<kThreads, T>;
+  const int warp = nv::warpId(), lane = nv::laneId(), g = lane >> 2,
+            q = lane & 3;
+  const Plan plan(w, K, n0, n1, k0, k1, stages, smem);
+  const int32_t chunks = plan.chunks, total = plan.total, ring = plan.ring;
+  if (total <= 0)
+    return;
+  uint64_t *full = plan.full, *empty = plan.empty;
+  float *scratch = reinterpret_cast<float *>(smem + kRingHeaderBytes);
+  char *stage0 = plan.stage0;
+  if (!started)
+    plan.start(ring);
+  else
+    plan.issueRest(plan.preloaded());
 
   const uint4 zero = make_uint4(0, 0, 0, 0);
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   for (int32_t s = 0; s < total; ++s) {
     const int32_t slot = s % ring;
-    const Stage st = stageOf(s);
+    const typename Plan::Stage st = plan.stage(s);
     const char *base = stage0 + slot * S::kStageBytes;
     nv::mbarrierWait(full + slot, uint32_t((s / ring) & 1));
 
@@ -170,13 +246,12 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
                       ? *reinterpret_cast<const uint4 *>(x + g * K + st.kA + k)
                       : zero;
       }
-    // Release the stage; warp 0 refills the one before once all have.
-    __syncwarp();
-    if (lane == 0)
-      nv::mbarrierArrive(empty + slot);
-    if (warp == 0 && s >= 1 && s - 1 + ring < total) {
+    // Release the stage (each thread its own reads); thread 0 refills the
+    // one before once all have.
+    nv::mbarrierArrive(empty + slot);
+    if (threadIdx.x == 0 && s >= 1 && s - 1 + ring < total) {
       nv::mbarrierWait(empty + (s - 1) % ring, uint32_t((s - 1) / ring & 1));
-      issue(s - 1 + ring);
+      plan.issue(s - 1 + ring);
     }
 
 #pragma unroll
