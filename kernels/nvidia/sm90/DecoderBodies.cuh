@@ -1175,42 +1175,40 @@ __device__ void gqaSplitGeneric(const TQ *q, const TK *kCache, const TV *vCache,
   }
 }
 
+/// One pass of up to 8 query heads at lane count kLpr: the staged path or
+/// the fast one, with 4 or 8 heads' registers.
 template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
           typename TInd>
 __device__ void
-gqaSplitStagedGroup(const TQ *q, const TK *kCache, const TV *vCache,
-                    const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
-                    int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
-                    int64_t hk, int64_t h0, int64_t nh, int64_t slotRow,
-                    int64_t tBegin, int64_t tEnd, char *smem) {
+gqaSplitGroup(const TQ *q, const TK *kCache, const TV *vCache,
+              const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
+              int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
+              int64_t hk, int64_t h0, int64_t nh, int64_t slotRow,
+              int64_t tBegin, int64_t tEnd, bool staged, char *smem) {
   if constexpr (kIs16Bit<TK> && kIs16Bit<TV>) {
-    if (nh <= 4)
-      gqaSplitStaged<kThreads, kLpr, 4>(q, kCache, vCache, pages, oPart,
-                                        lsePart, Hq, Hkv, D, P, smScale, b, hk,
-                                        h0, nh, slotRow, tBegin, tEnd, smem);
-    else
-      gqaSplitStaged<kThreads, kLpr, 8>(q, kCache, vCache, pages, oPart,
-                                        lsePart, Hq, Hkv, D, P, smScale, b, hk,
-                                        h0, nh, slotRow, tBegin, tEnd, smem);
+    if (staged) {
+      if (nh <= 4)
+        gqaSplitStaged<kThreads, kLpr, 4>(q, kCache, vCache, pages, oPart,
+                                          lsePart, Hq, Hkv, D, P, smScale, b,
+                                          hk, h0, nh, slotRow, tBegin, tEnd,
+                                          smem);
+      else
+        gqaSplitStaged<kThreads, kLpr, 8>(q, kCache, vCache, pages, oPart,
+                                          lsePart, Hq, Hkv, D, P, smScale, b,
+                                          hk, h0, nh, slotRow, tBegin, tEnd,
+                                          smem);
+      return;
+    }
   }
-}
-
-template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
-          typename TInd>
-__device__ void
-gqaSplitFastGroup(const TQ *q, const TK *kCache, const TV *vCache,
-                  const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
-                  int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
-                  int64_t hk, int64_t h0, int64_t nh, int64_t slotRow,
-                  int64_t tBegin, int64_t tEnd, float *smem) {
+  float *sm = reinterpret_cast<float *>(smem);
   if (nh <= 4)
     gqaSplitFast<kThreads, kLpr, 4>(q, kCache, vCache, pages, oPart, lsePart,
                                     Hq, Hkv, D, P, smScale, b, hk, h0, nh,
-                                    slotRow, tBegin, tEnd, smem);
+                                    slotRow, tBegin, tEnd, sm);
   else
     gqaSplitFast<kThreads, kLpr, 8>(q, kCache, vCache, pages, oPart, lsePart,
                                     Hq, Hkv, D, P, smScale, b, hk, h0, nh,
-                                    slotRow, tBegin, tEnd, smem);
+                                    slotRow, tBegin, tEnd, sm);
 }
 } // namespace detail
 
@@ -1251,39 +1249,23 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
         hk, hk * group, (hk + 1) * group, slotRow, tBegin, tEnd);
     return nv::kBodyOk;
   }
-  float *sm = reinterpret_cast<float *>(smem);
   const bool staged = detail::kIs16Bit<TK> && detail::kIs16Bit<TV> &&
                       nv::dynamicSmemBytes() >= gqaStagedSmemBytes<kThreads>(D);
   for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
        h0 += detail::kGqaMaxGroup) {
     const int64_t nh = imin(detail::kGqaMaxGroup, (hk + 1) * group - h0);
-    if (staged) {
-      if (D == 64)
-        detail::gqaSplitStagedGroup<kThreads, 8>(
-            q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale,
-            b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
-      else if (D == 128)
-        detail::gqaSplitStagedGroup<kThreads, 16>(
-            q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale,
-            b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
-      else
-        detail::gqaSplitStagedGroup<kThreads, 32>(
-            q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale,
-            b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
-      continue;
-    }
     if (D == 64)
-      detail::gqaSplitFastGroup<kThreads, 8>(
+      detail::gqaSplitGroup<kThreads, 8>(
           q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
-          hk, h0, nh, slotRow, tBegin, tEnd, sm);
+          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
     else if (D == 128)
-      detail::gqaSplitFastGroup<kThreads, 16>(
+      detail::gqaSplitGroup<kThreads, 16>(
           q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
-          hk, h0, nh, slotRow, tBegin, tEnd, sm);
+          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
     else
-      detail::gqaSplitFastGroup<kThreads, 32>(
+      detail::gqaSplitGroup<kThreads, 32>(
           q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
-          hk, h0, nh, slotRow, tBegin, tEnd, sm);
+          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
   }
   return nv::kBodyOk;
 }
