@@ -549,7 +549,7 @@ __device__ __noinline__ bool linearPreload(const TIn *x, const TW *w,
                                            int64_t M, int64_t K, int64_t n0,
                                            int64_t n1, int64_t k0, int64_t k1,
                                            char *smem) {
-  if (detail::kRingPreloadStages == 0 || n0 >= n1 || M <= 0)
+  if (n0 >= n1 || M <= 0)
     return false;
   const int64_t stages =
       detail::linearRingStagesFor<kThreads>(x, w, M, K, k0, k1);

@@ -134,10 +134,8 @@ template <int kThreads, typename T> struct RingPlan {
     return st;
   }
 
-  /// Thread 0: stage s into slot s % ring, a bulk copy per row. One thread
-  /// issues every copy of the ring (the hardware issues a warp's copies one
-  /// lane at a time anyway), so the copies into a slot are in its program
-  /// order, which compute-sanitizer's racecheck needs to see them ordered.
+  /// Thread 0: stage s into slot s % ring, a bulk copy per row (the
+  /// hardware issues a warp's copies one lane at a time anyway).
   __device__ void issue(int32_t s) const {
     const Stage st = stage(s);
     const uint32_t bytes = uint32_t(2 * st.kLen);
