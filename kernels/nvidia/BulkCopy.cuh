@@ -52,12 +52,6 @@ __device__ __forceinline__ void mbarrierArrive(uint64_t *bar) {
                : "memory");
 }
 
-/// Retires an mbarrier before its bytes are used for anything else.
-__device__ __forceinline__ void mbarrierInval(uint64_t *bar) {
-  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(sharedAddress(bar))
-               : "memory");
-}
-
 /// Waits until the phase of parity `phase` has completed.
 __device__ __forceinline__ void mbarrierWait(uint64_t *bar, uint32_t phase) {
   asm volatile("{\n"

@@ -31,10 +31,11 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
   TileDialect dialect = spelling.tiles;
   dialect.shareFunctions |= info.shareTileFunctions;
   // Only linear bodies preload so far: other programs keep their signatures.
-  dialect.preload &= spelling.records && !dialect.shareFunctions &&
-                     llvm::any_of(graph.getBodyBlock(), [](Operation &op) {
-                       return isa<LinearOp>(op);
-                     });
+  const bool hasLinear =
+      llvm::any_of(graph.getBodyBlock(),
+                   [](Operation &op) { return isa<LinearOp>(op); });
+  dialect.preload &=
+      spelling.records && !dialect.shareFunctions && hasLinear;
   if (!spelling.singleTileQualifier.empty()) {
     llvm::DenseSet<std::pair<int64_t, int64_t>> tileFunctions;
     for (const TableTask &task : table->tasks)
@@ -186,6 +187,8 @@ LogicalResult mlir::loom::emitDeviceKernel(GraphOp graph,
        << "    args.bindings = inlineBindings.entries;\n";
   else
     os << ") {\n";
+  if (hasLinear && !spelling.linearInit.empty())
+    os << "  " << spelling.linearInit << ";\n";
   const std::string loop =
       info.profile ? spelling.profiledLoop : spelling.persistentLoop;
   const std::string mode =

@@ -62,6 +62,9 @@ struct DeviceSpelling {
   /// Wraps the preload lambda for the loop (tiles.preload), e.g.
   /// "loom::nvidia::taskPreload".
   std::string preloadWrapper;
+  /// A statement the kernel runs before its loop when the graph has a
+  /// linear op (e.g. the weight ring's launch-long barriers); empty: none.
+  std::string linearInit;
   /// Where the bodies live, for DeviceKernelInfo::bodies.
   std::string bodiesFolder;
   /// Extra lines after `constexpr int kThreads` (e.g. static_asserts).

@@ -34,6 +34,8 @@ LogicalResult mlir::loom::emitCudaKernel(GraphOp graph, std::string &source,
   // Linear tasks issue their first weight stages before waiting on x.
   spelling.tiles.preload = true;
   spelling.preloadWrapper = "loom::nvidia::taskPreload";
+  // The weight ring's mbarriers live for the whole launch.
+  spelling.linearInit = "loom::sm90::linearRingInit<kThreads>()";
   spelling.runTaskQualifier = "__device__";
   spelling.kernelBounds = "__launch_bounds__(kThreads, 1)";
   spelling.persistentLoop = "loom::nvidia::loomPersistentLoop";

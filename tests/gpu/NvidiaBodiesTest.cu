@@ -218,6 +218,7 @@ template <typename F>
 __global__ void __launch_bounds__(kThreads, 1)
     tileKernel(F f, int32_t *status) {
   extern __shared__ __align__(128) char smem[];
+  sm90::linearRingInit<kThreads>();
   const int32_t err = f(int64_t(blockIdx.x), smem);
   if (threadIdx.x == 0 && err != 0)
     atomicMax(status, err);
@@ -308,14 +309,23 @@ template <typename TIn> struct LinearTileF {
   bf16 *y;
   int64_t M, K, N, nTile;
   bool preload; // as the engine does for a task that waits
-  __device__ int32_t operator()(int64_t tile, char *smem) const {
-    const int64_t n0 = tile * nTile, n1 = lnv::imin(N, n0 + nTile);
-    const bool preloaded =
-        preload &&
-        sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, 0, K, smem);
-    __syncthreads(); // the engine's wait
-    return sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1, smem,
-                                      preloaded);
+  int64_t blocks; // > 0: block b runs tiles b, b + blocks, ... (a worker)
+  __device__ int32_t operator()(int64_t block, char *smem) const {
+    const int64_t tiles = lnv::ceilDiv(N, nTile);
+    int32_t err = 0;
+    for (int64_t tile = block, i = 0; tile < tiles && err == 0;
+         tile += blocks > 0 ? blocks : tiles, ++i) {
+      const int64_t n0 = tile * nTile, n1 = lnv::imin(N, n0 + nTile);
+      // A worker's tasks alternate: preloaded, then not.
+      const bool preloaded =
+          preload && (blocks == 0 || i % 2 == 0) &&
+          sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, 0, K, smem);
+      __syncthreads(); // the engine's wait
+      err = sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1,
+                                       smem, preloaded);
+      __syncthreads(); // the engine's barrier after a body
+    }
+    return err;
   }
 };
 
@@ -325,17 +335,25 @@ struct LinearPartialF {
   float *scratch;
   int64_t M, maxM, K, N, nTile, splits;
   bool preload;
-  __device__ int32_t operator()(int64_t tile, char *smem) const {
-    const int64_t nt = tile / splits, s = tile % splits;
-    const int64_t n0 = nt * nTile, n1 = lnv::imin(N, n0 + nTile);
-    const int64_t kPer = (K + splits - 1) / splits;
-    const int64_t k0 = s * kPer, k1 = lnv::imin(K, k0 + kPer);
-    const bool preloaded =
-        preload &&
-        sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, k0, k1, smem);
-    __syncthreads();
-    return sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K, N,
-                                         n0, n1, k0, k1, smem, preloaded);
+  int64_t blocks; // as LinearTileF's
+  __device__ int32_t operator()(int64_t block, char *smem) const {
+    const int64_t tiles = lnv::ceilDiv(N, nTile) * splits;
+    int32_t err = 0;
+    for (int64_t tile = block, i = 0; tile < tiles && err == 0;
+         tile += blocks > 0 ? blocks : tiles, ++i) {
+      const int64_t nt = tile / splits, s = tile % splits;
+      const int64_t n0 = nt * nTile, n1 = lnv::imin(N, n0 + nTile);
+      const int64_t kPer = (K + splits - 1) / splits;
+      const int64_t k0 = s * kPer, k1 = lnv::imin(K, k0 + kPer);
+      const bool preloaded =
+          preload && (blocks == 0 || i % 2 == 0) &&
+          sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, k0, k1, smem);
+      __syncthreads();
+      err = sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K,
+                                          N, n0, n1, k0, k1, smem, preloaded);
+      __syncthreads();
+    }
+    return err;
   }
 };
 
@@ -352,10 +370,12 @@ struct LinearReduceF {
 };
 
 /// nTile / splits as partitionLinear chooses them (unless forced); preload:
-/// each tile first issues what linearPreload issues.
+/// each tile first issues what linearPreload issues; blocks > 0: that many
+/// blocks run all tiles in turn, as workers do (the ring's barriers carry
+/// their phases from task to task), preloading every other one.
 void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
                 int64_t forceNTile = 0, int64_t smem = -1,
-                bool preload = false) {
+                bool preload = false, int64_t blocks = 0) {
   if (smem < 0)
     smem = sm90::linearSmemBytes<kThreads>();
   int64_t nTile =
@@ -370,10 +390,10 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
                 "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s "
-                "smem=%lld%s",
+                "smem=%lld%s blocks=%lld",
                 (long long)M, (long long)K, (long long)N, (long long)nTile,
                 (long long)splits, residual ? " +res" : "", (long long)smem,
-                preload ? " preloaded" : "");
+                preload ? " preloaded" : "", (long long)blocks);
   const std::string name = nameBuf;
 
   const float ws = 1.0f / std::sqrt(float(K));
@@ -390,8 +410,9 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
       host::linearTile(x.data(), w.data(), resH, ref.data(), M, K, N, c * 64,
                        std::min<int64_t>(N, c * 64 + 64));
     });
-    LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile, preload};
-    expectStatus(name, runTiles(f, nTiles, smem), 0);
+    LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile, preload,
+                        blocks};
+    expectStatus(name, runTiles(f, blocks > 0 ? blocks : nTiles, smem), 0);
     compare(name, dy.get(), ref, 2e-2, 1e-2);
     return;
   }
@@ -406,9 +427,10 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   host::linearReduce(refScratch.data(), splits, maxM * N, resH, ref.data(), M,
                      N, 0, N);
   Dev<float> dScratch(poisonVec<float>(refScratch.size()));
-  LinearPartialF f0{dx.p,  dw.p, dScratch.p, M,      maxM,
-                    K,     N,    nTile,      splits, preload};
-  expectStatus(name, runTiles(f0, nTiles * splits, smem), 0);
+  LinearPartialF f0{dx.p, dw.p,  dScratch.p, M,       maxM,  K,
+                    N,    nTile, splits,     preload, blocks};
+  expectStatus(name,
+               runTiles(f0, blocks > 0 ? blocks : nTiles * splits, smem), 0);
   compare(name + " partials", dScratch.get(), refScratch, 1e-3, 1e-3);
   LinearReduceF f1{dScratch.p, resD, dy.p, M, maxM, N, nTile, splits};
   expectStatus(name, runTiles(f1, nTiles, 0), 0);
@@ -426,7 +448,7 @@ void testLinearGeneric() {
                    ref.data(), M, K, N, 0, N);
   Dev<float> dx(x);
   Dev<bf16> dw(w), dy(poisonVec<bf16>(M * N));
-  LinearTileF<float> f{dx.p, dw.p, nullptr, dy.p, M, K, N, nTile, true};
+  LinearTileF<float> f{dx.p, dw.p, nullptr, dy.p, M, K, N, nTile, true, 0};
   expectStatus(name, runTiles(f, N / nTile, sm90::linearSmemBytes<kThreads>()),
                0);
   compare(name, dy.get(), ref, 2e-2, 1e-2);
@@ -1921,6 +1943,15 @@ int main(int argc, char **argv) {
   testLinear(4, 4096, 4096, false, 224,
              sm90::detail::linearRingSmemBytes<kThreads>(3), true);
   testLinear(1, 4096, 1024, true, 48, sm90::linearSmemBytes<kThreads>(), true);
+  // Workers: a block runs many tiles, so the ring's barriers carry their
+  // phases across tasks whose slots are used an odd or even number of
+  // times (rings fuller and emptier than the stages, split-K's ragged k
+  // ranges, the 3-stage minimum), every other task preloaded.
+  testLinear(3, 4000, 1000, true, 40, kernelSmem(), true, 7);
+  testLinear(8, 14336, 4096, false, 48, kernelSmem(), true, 5);
+  testLinear(5, 4000, 1024, false, 0, kernelSmem(), true, 3);
+  testLinear(2, 4096, 4096, true, 224,
+             sm90::detail::linearRingSmemBytes<kThreads>(3), true, 4);
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens

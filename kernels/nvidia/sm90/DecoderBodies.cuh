@@ -539,6 +539,10 @@ struct PartialStore {
 };
 } // namespace detail
 
+/// Once per launch, every thread, before the first linearTile /
+/// linearPartial: the weight ring's barriers (static shared memory).
+using detail::linearRingInit;
+
 /// The loads of linearTile / linearPartial that need none of the task's
 /// inputs (the first stages of the weight ring), issued while the engine
 /// still waits for them; true when it issued any, and then the body must

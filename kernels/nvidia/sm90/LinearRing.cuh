@@ -33,10 +33,14 @@
 // in every stage or x loaded once per tile were slower in the decoder; the
 // last warp to release a stage refilling it (a shared-memory counter) was
 // as fast, but compute-sanitizer's racecheck does not see that hand-off.
-// racecheck still reports the copies of consecutive tasks into the same
-// stage: the barriers live in the dynamic shared memory other bodies
-// reuse, so each task initialises them again, and the tool loses the
-// copies' completion across that (bench/results/h200/2026-12-02-i).
+//
+// The mbarriers live in static shared memory for the whole launch
+// (linearRingInit, which the kernel calls before its loop): initialised
+// again by every task in the dynamic shared memory other bodies reuse,
+// they made compute-sanitizer's racecheck lose the copies' completion
+// between consecutive tasks. So each slot's phase parity carries over from
+// task to task (RingBarriers::parity), and every phase a task completes is
+// also waited on before the task ends.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_LINEARRING_CUH
@@ -64,9 +68,32 @@ constexpr int kRingMinStages = 3; // one filling, one read, one ahead
 /// latency-bound tasks that run while the linears' workers wait.
 constexpr int kRingPreloadStages = 1;
 constexpr int kRingRowBytes = 2 * kRingK + 16;
-constexpr int kRingHeaderBytes = 256; // two mbarriers per stage
-static_assert(kRingHeaderBytes >= 2 * 8 * kRingMaxStages,
-              "the header holds two mbarriers per stage");
+
+/// The ring's mbarriers, for the whole launch: a "full" and an "empty"
+/// barrier per slot. Every use of a slot completes one phase of each.
+struct RingBarriers {
+  uint64_t full[kRingMaxStages], empty[kRingMaxStages];
+  uint32_t parity; ///< bit i: the phase parity slot i's next use waits for
+};
+
+/// The block's ring barriers (static shared memory).
+__device__ __forceinline__ RingBarriers &ringBarriers() {
+  __shared__ RingBarriers barriers;
+  return barriers;
+}
+
+/// Every thread, once per launch before any linear body: the barriers.
+template <int kThreads> __device__ void linearRingInit() {
+  RingBarriers &bars = ringBarriers();
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kRingMaxStages; ++i) {
+      nv::mbarrierInit(bars.full + i, 1);
+      nv::mbarrierInit(bars.empty + i, kThreads);
+    }
+    bars.parity = 0;
+  }
+  __syncthreads();
+}
 
 template <int kThreads> struct RingShape {
   static constexpr int kWarps = kThreads / 32;
@@ -83,7 +110,7 @@ template <int kThreads> struct RingShape {
 template <int kThreads>
 __host__ __device__ constexpr int64_t linearRingSmemBytes(int64_t stages) {
   using S = RingShape<kThreads>;
-  return kRingHeaderBytes + S::kScratchBytes + stages * S::kStageBytes;
+  return S::kScratchBytes + stages * S::kStageBytes;
 }
 
 /// Stages of the ring for `xRows` rows of x in `smemBytes` of dynamic shared
@@ -111,6 +138,7 @@ template <int kThreads, typename T> struct RingPlan {
   const T *w;
   int64_t K, n0, n1, k0, k1;
   int32_t chunks, total, ring;
+  uint32_t parity0; // RingBarriers::parity when the task began
   uint64_t *full, *empty;
   char *stage0;
 
@@ -120,9 +148,16 @@ template <int kThreads, typename T> struct RingPlan {
     chunks = int32_t(nv::ceilDiv(k1 - k0, kRingK));
     total = n1 > n0 ? int32_t(nv::ceilDiv(n1 - n0, kRingRows)) * chunks : 0;
     ring = int32_t(nv::imin(stages, total));
-    full = reinterpret_cast<uint64_t *>(smem);
-    empty = full + kRingMaxStages;
+    RingBarriers &bars = ringBarriers();
+    full = bars.full;
+    empty = bars.empty;
+    parity0 = bars.parity;
     stage0 = smem + linearRingSmemBytes<kThreads>(0);
+  }
+
+  /// The phase parity of stage s's use of its slot.
+  __device__ uint32_t phase(int32_t s) const {
+    return ((parity0 >> (s % ring)) ^ uint32_t(s / ring)) & 1u;
   }
 
   __device__ Stage stage(int32_t s) const {
@@ -152,24 +187,27 @@ template <int kThreads, typename T> struct RingPlan {
     return nv::imin(ring, kRingPreloadStages);
   }
 
-  /// Every thread: the barriers, then thread 0 issues stages [0, upTo).
-  /// Needs nothing but the weights, so it may run before the task's
-  /// inputs are ready.
+  /// Thread 0 issues stages [0, upTo); called after a barrier that ended
+  /// every earlier use of the shared memory. Needs nothing but the
+  /// weights, so it may run before the task's inputs are ready.
   __device__ void start(int32_t upTo) const {
-    if (total <= 0)
+    if (total <= 0 || threadIdx.x != 0)
       return;
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < ring; ++i) {
-        nv::mbarrierInit(full + i, 1);
-        nv::mbarrierInit(empty + i, kThreads);
-      }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      nv::fenceProxyAsyncShared(); // earlier bodies' use of these bytes
-      for (int32_t s = 0; s < upTo; ++s)
-        issue(s);
-    }
+    nv::fenceProxyAsyncShared(); // earlier bodies' use of these bytes
+    for (int32_t s = 0; s < upTo; ++s)
+      issue(s);
+  }
+
+  /// Thread 0, after the last stage: waits for the "empty" phases the
+  /// refills did not (the last `ring` stages'), so no phase is left
+  /// unwaited, and carries each slot's parity over to the next task.
+  __device__ void finish() const {
+    for (int32_t s = nv::imax(0, total - ring); s < total; ++s)
+      nv::mbarrierWait(empty + s % ring, phase(s));
+    uint32_t parity = parity0;
+    for (int32_t i = 0; i < ring; ++i)
+      parity ^= uint32_t(((total - 1 - i) / ring + 1) & 1) << i;
+    ringBarriers().parity = parity;
   }
 
   /// Thread 0 (after start(from)): stages [from, ring).
@@ -209,7 +247,7 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
   if (total <= 0)
     return;
   uint64_t *full = plan.full, *empty = plan.empty;
-  float *scratch = reinterpret_cast<float *>(smem + kRingHeaderBytes);
+  float *scratch = reinterpret_cast<float *>(smem);
   char *stage0 = plan.stage0;
   if (!started)
     plan.start(ring);
@@ -218,11 +256,17 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
 
   const uint4 zero = make_uint4(0, 0, 0, 0);
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  // s = lap * ring + slot = group * chunks + chunk: counters, so the loop
+  // divides by nothing.
+  int32_t slot = 0, chunk = 0, group = 0;
+  uint32_t lap = 0;
   for (int32_t s = 0; s < total; ++s) {
-    const int32_t slot = s % ring;
-    const typename Plan::Stage st = plan.stage(s);
+    const int64_t rowA = n0 + int64_t(group) * kRingRows;
+    const int64_t rows = nv::imin(kRingRows, n1 - rowA);
+    const int64_t kA = k0 + int64_t(chunk) * kRingK;
+    const int64_t kLen = nv::imin(kRingK, k1 - kA);
     const char *base = stage0 + slot * S::kStageBytes;
-    nv::mbarrierWait(full + slot, uint32_t((s / ring) & 1));
+    nv::mbarrierWait(full + slot, ((plan.parity0 >> slot) ^ lap) & 1u);
 
     // Rows g, g + 8 of the weights and row g of x, at k = 64 * slice +
     // 16q + 8h of the stage.
@@ -232,23 +276,25 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int k = 64 * (warp + i * S::kWarps) + 16 * q + 8 * h;
-        const bool kOk = k < st.kLen;
+        const bool kOk = k < kLen;
 #pragma unroll
         for (int half = 0; half < 2; ++half)
           a[i][half][h] =
-              kOk && g + 8 * half < st.rows
+              kOk && g + 8 * half < rows
                   ? *reinterpret_cast<const uint4 *>(
                         base + (g + 8 * half) * kRingRowBytes + 2 * k)
                   : zero;
         b[i][h] = kOk && g < M
-                      ? *reinterpret_cast<const uint4 *>(x + g * K + st.kA + k)
+                      ? *reinterpret_cast<const uint4 *>(x + g * K + kA + k)
                       : zero;
       }
     // Release the stage (each thread its own reads); thread 0 refills the
     // one before once all have.
     nv::mbarrierArrive(empty + slot);
     if (threadIdx.x == 0 && s >= 1 && s - 1 + ring < total) {
-      nv::mbarrierWait(empty + (s - 1) % ring, uint32_t((s - 1) / ring & 1));
+      const int32_t prev = slot == 0 ? ring - 1 : slot - 1;
+      const uint32_t prevLap = slot == 0 ? lap - 1 : lap;
+      nv::mbarrierWait(empty + prev, ((plan.parity0 >> prev) ^ prevLap) & 1u);
       plan.issue(s - 1 + ring);
     }
 
@@ -258,11 +304,16 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
       for (int h = 0; h < 2; ++h)
         nv::mma16816Chunks<T>(acc, a[i][0][h], a[i][1][h], b[i][h]);
 
-    if (s % chunks != chunks - 1)
+    if (++slot == ring) {
+      slot = 0;
+      ++lap;
+    }
+    if (++chunk != chunks)
       continue;
+    chunk = 0;
     // The row group is done: each warp's partials into this group's buffer,
     // then each output adds the warps' in order.
-    float *part = scratch + ((s / chunks) & 1) * S::kPartFloats;
+    float *part = scratch + (group++ & 1) * S::kPartFloats;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = g + (e >= 2 ? 8 : 0), m = 2 * q + (e & 1);
@@ -270,22 +321,19 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
       acc[e] = 0.f;
     }
     __syncthreads();
-    for (int64_t idx = threadIdx.x; idx < st.rows * M; idx += kThreads) {
-      const int row = int(idx / M), m = int(idx % M);
+    const int32_t m32 = int32_t(M), outs = int32_t(rows) * m32; // <= 128
+    for (int32_t idx = threadIdx.x; idx < outs; idx += kThreads) {
+      const int32_t row = idx / m32, m = idx - row * m32;
       float v = 0.f;
 #pragma unroll
       for (int wv = 0; wv < S::kWarps; ++wv)
         v += part[(wv * kRingRows + row) * kRingMaxXRows + m];
-      out(m, st.rowA + row, v);
+      out(m, rowA + row, v);
     }
   }
-  __syncthreads(); // every wait is done: the barriers may go
   if (threadIdx.x == 0)
-    for (int i = 0; i < ring; ++i) {
-      nv::mbarrierInval(full + i);
-      nv::mbarrierInval(empty + i);
-    }
-  __syncthreads();
+    plan.finish();
+  __syncthreads(); // the next task reads the parity and reuses the slots
 }
 
 } // namespace detail
