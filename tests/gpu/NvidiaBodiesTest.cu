@@ -1902,6 +1902,13 @@ int main(int argc, char **argv) {
   testRmsnorm(32, 4096, false);
   testRmsnorm(5, 4096, true);
   testRmsnorm(32 * 32, 128, false); // Qwen3 per-head q norm
+  // Wider rows, rows that end inside a thread's last 16-byte chunk, and
+  // rows of no 16-byte vectors, per warp and per block.
+  testRmsnorm(3, 12288, false);
+  testRmsnorm(2, 5000, true);
+  testRmsnorm(4, 4100, false);
+  testRmsnorm(64, 100, false);
+  testRmsnorm(40, 1000, true);
   for (int64_t M : {1, 7, 16, 32, 40})
     testLinear(M, 4096, 4096, M == 7);
   testLinear(3, 4096, 4096, true, 512);    // 2 pairs per warp
