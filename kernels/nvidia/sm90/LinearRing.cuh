@@ -155,19 +155,22 @@ template <int kThreads, typename T> struct RingPlan {
     stage0 = smem + linearRingSmemBytes<kThreads>(0);
   }
 
-  /// The phase parity of stage s's use of its slot.
-  __device__ uint32_t phase(int32_t s) const {
-    return ((parity0 >> (s % ring)) ^ uint32_t(s / ring)) & 1u;
+  /// The phase parity of the lap-th use of `slot` in this task.
+  __device__ uint32_t phase(int32_t slot, uint32_t lap) const {
+    return ((parity0 >> slot) ^ lap) & 1u;
   }
 
-  __device__ Stage stage(int32_t s) const {
+  /// The stage of row group `group`, k chunk `chunk`.
+  __device__ Stage at(int32_t group, int32_t chunk) const {
     Stage st;
-    st.rowA = n0 + int64_t(s / chunks) * kRingRows;
+    st.rowA = n0 + int64_t(group) * kRingRows;
     st.rows = nv::imin(kRingRows, n1 - st.rowA);
-    st.kA = k0 + int64_t(s % chunks) * kRingK;
+    st.kA = k0 + int64_t(chunk) * kRingK;
     st.kLen = nv::imin(kRingK, k1 - st.kA);
     return st;
   }
+
+  __device__ Stage stage(int32_t s) const { return at(s / chunks, s % chunks); }
 
   /// Thread 0: stage s into slot s % ring, a bulk copy per row (the
   /// hardware issues a warp's copies one lane at a time anyway).
@@ -203,7 +206,7 @@ template <int kThreads, typename T> struct RingPlan {
   /// unwaited, and carries each slot's parity over to the next task.
   __device__ void finish() const {
     for (int32_t s = nv::imax(0, total - ring); s < total; ++s)
-      nv::mbarrierWait(empty + s % ring, phase(s));
+      nv::mbarrierWait(empty + s % ring, phase(s % ring, uint32_t(s / ring)));
     uint32_t parity = parity0;
     for (int32_t i = 0; i < ring; ++i)
       parity ^= uint32_t(((total - 1 - i) / ring + 1) & 1) << i;
@@ -261,12 +264,9 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
   int32_t slot = 0, chunk = 0, group = 0;
   uint32_t lap = 0;
   for (int32_t s = 0; s < total; ++s) {
-    const int64_t rowA = n0 + int64_t(group) * kRingRows;
-    const int64_t rows = nv::imin(kRingRows, n1 - rowA);
-    const int64_t kA = k0 + int64_t(chunk) * kRingK;
-    const int64_t kLen = nv::imin(kRingK, k1 - kA);
+    const typename Plan::Stage st = plan.at(group, chunk);
     const char *base = stage0 + slot * S::kStageBytes;
-    nv::mbarrierWait(full + slot, ((plan.parity0 >> slot) ^ lap) & 1u);
+    nv::mbarrierWait(full + slot, plan.phase(slot, lap));
 
     // Rows g, g + 8 of the weights and row g of x, at k = 64 * slice +
     // 16q + 8h of the stage.
@@ -276,16 +276,16 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int k = 64 * (warp + i * S::kWarps) + 16 * q + 8 * h;
-        const bool kOk = k < kLen;
+        const bool kOk = k < st.kLen;
 #pragma unroll
         for (int half = 0; half < 2; ++half)
           a[i][half][h] =
-              kOk && g + 8 * half < rows
+              kOk && g + 8 * half < st.rows
                   ? *reinterpret_cast<const uint4 *>(
                         base + (g + 8 * half) * kRingRowBytes + 2 * k)
                   : zero;
         b[i][h] = kOk && g < M
-                      ? *reinterpret_cast<const uint4 *>(x + g * K + kA + k)
+                      ? *reinterpret_cast<const uint4 *>(x + g * K + st.kA + k)
                       : zero;
       }
     // Release the stage (each thread its own reads); thread 0 refills the
@@ -293,8 +293,7 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     nv::mbarrierArrive(empty + slot);
     if (threadIdx.x == 0 && s >= 1 && s - 1 + ring < total) {
       const int32_t prev = slot == 0 ? ring - 1 : slot - 1;
-      const uint32_t prevLap = slot == 0 ? lap - 1 : lap;
-      nv::mbarrierWait(empty + prev, ((plan.parity0 >> prev) ^ prevLap) & 1u);
+      nv::mbarrierWait(empty + prev, plan.phase(prev, slot == 0 ? lap - 1 : lap));
       plan.issue(s - 1 + ring);
     }
 
@@ -321,14 +320,14 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
       acc[e] = 0.f;
     }
     __syncthreads();
-    const int32_t m32 = int32_t(M), outs = int32_t(rows) * m32; // <= 128
+    const int32_t m32 = int32_t(M), outs = int32_t(st.rows) * m32; // <= 128
     for (int32_t idx = threadIdx.x; idx < outs; idx += kThreads) {
       const int32_t row = idx / m32, m = idx - row * m32;
       float v = 0.f;
 #pragma unroll
       for (int wv = 0; wv < S::kWarps; ++wv)
         v += part[(wv * kRingRows + row) * kRingMaxXRows + m];
-      out(m, rowA + row, v);
+      out(m, st.rowA + row, v);
     }
   }
   if (threadIdx.x == 0)
