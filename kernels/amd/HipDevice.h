@@ -206,6 +206,13 @@ __device__ __forceinline__ int waveId() {
 __device__ __forceinline__ int uniform(int v) {
   return __builtin_amdgcn_readfirstlane(v);
 }
+/// The same for a 64-bit value (two v_readfirstlane).
+__device__ __forceinline__ int64_t uniform64(int64_t v) {
+  const uint64_t u = uint64_t(v);
+  const uint32_t lo = __builtin_amdgcn_readfirstlane(uint32_t(u));
+  const uint32_t hi = __builtin_amdgcn_readfirstlane(uint32_t(u >> 32));
+  return int64_t((uint64_t(hi) << 32) | lo);
+}
 
 //===----------------------------------------------------------------------===//
 // Barriers and waits.

@@ -35,6 +35,14 @@
 // other workers leave at their next check, and returns. A finished worker
 // has status.task == -1.
 //
+// A body that refuses a meta value (kernels/common/MetaGuard.h: a page id,
+// kv_indptr, kv_lens, a cache slot or cu_seqlens out of range) records it
+// in the workgroup's MetaFaultSlot (MetaFault.h) and reads or writes
+// nothing through it; after the barrier that ends the body the task fails
+// with LOOM_BODY_BAD_INDEX, status.seen = the value's address, status.needed
+// = the value, status.meta_reason = the LoomMetaReason (the record takes
+// precedence over the body's own error), as on NVIDIA.
+//
 // After a launch that did not finish (error, abort, timeout) the event and
 // queue counters are inconsistent: the runtime must zero all num_events + 1
 // counters and restart epochs at 1 before the next launch.
@@ -51,6 +59,7 @@
 
 #include "kernels/amd/Atomics.h"
 #include "kernels/amd/HipDevice.h"
+#include "kernels/amd/MetaFault.h"
 #include "kernels/common/DeviceAbi.h"
 
 #include <cstdint>
@@ -95,6 +104,27 @@ __device__ __forceinline__ void publishError(LoomWorkerStatus *s,
 /// Tells every other worker to leave at its next check.
 __device__ __forceinline__ void raiseAbort(const LoomKernelArgs &args) {
   storeRelaxedSys(args.abort_flag, 1);
+}
+
+/// Thread 0, after task `task`'s body failed (`error`) or refused a meta
+/// value (the workgroup's MetaFaultSlot, which takes precedence): publishes
+/// why and raises the abort flag. Inlined like everything in the kernel (a
+/// call would bring the stack ABI and scratch).
+__device__ __forceinline__ void failTask(const LoomKernelArgs &args,
+                                      LoomWorkerStatus *s, int32_t task,
+                                      int32_t error) {
+  const MetaFaultSlot &slot = metaFaultSlot();
+  if (slot.taken) {
+    publishWait(s, task, -1,
+                reinterpret_cast<unsigned long long>(slot.fault.where),
+                static_cast<unsigned long long>(slot.fault.value));
+    storeRelaxedSys(&s->meta_reason, slot.fault.reason);
+    error = LOOM_BODY_BAD_INDEX;
+  } else {
+    publishWait(s, task, -1, 0, 0);
+  }
+  publishError(s, error);
+  raiseAbort(args);
 }
 
 /// Thread 0: waits until `event` reaches `needed`. Returns 0, or
@@ -194,6 +224,8 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
     st.numEvents = numEvents;
     st.dynamic = dynamic;
     st.error = 0;
+    if (kCheckMeta) // before the first barrier: no body has run yet
+      metaFaultSlot().taken = 0;
   }
 
   for (;;) {
@@ -250,16 +282,15 @@ loomPersistentLoop(const LoomKernelArgs &args, const int32_t *workerBegin,
       st.error = err; // any failing thread; the barrier publishes it
     // Ends the body: this wave's stores have completed (Atomics.h, step 1),
     // every wave's stores are ordered before thread 0's release below, and
-    // no wave still uses the LDS.
+    // no wave still uses the LDS. A refused meta value (MetaFault.h) fails
+    // the task too; its record is read after this barrier, which ends its
+    // writes (loomc --trust-meta: no record).
     waitVmem();
     syncThreads();
-    if (uniform(st.error) != 0) {
-      if (leader) {
-        LoomWorkerStatus *status = st.args.status + blockId();
-        detail::publishWait(status, task, -1, 0, 0);
-        detail::publishError(status, st.error);
-        detail::raiseAbort(st.args);
-      }
+    if ((uniform(st.error) |
+         (kCheckMeta ? uniform(metaFaultSlot().taken) : 0)) != 0) {
+      if (leader)
+        detail::failTask(st.args, st.args.status + blockId(), task, st.error);
       return;
     }
     if (leader) {

@@ -79,7 +79,9 @@ typedef struct LoomWorkerStatus {
   uint64_t seen;     /* last count read of that event */
   uint64_t needed;   /* count it waits for */
   int32_t error;     /* non-zero: the task body's error code */
-  int32_t pad;
+  /* error == LOOM_BODY_BAD_INDEX: the LoomMetaReason, with `seen` the
+   * refused value's address and `needed` the value (LoomMetaFault); else 0. */
+  int32_t meta_reason;
 } LoomWorkerStatus;
 
 /* LoomDeviceProgram::flags. */

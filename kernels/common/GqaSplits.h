@@ -34,6 +34,7 @@
 #define LOOM_KERNELS_COMMON_GQASPLITS_H
 
 #include "kernels/common/HostDevice.h"
+#include "kernels/common/MetaGuard.h"
 
 #include <cstdint>
 
@@ -62,7 +63,7 @@ LOOM_HOST_DEVICE inline int64_t gqaChunkTokens(const TLen *kvLens,
                                                int64_t numTasks) {
   int64_t total = 0, longest = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t len = int64_t(kvLens[b]) > 0 ? int64_t(kvLens[b]) : 0;
+    const int64_t len = mappedLen(kvLens, b);
     total += len;
     longest = len > longest ? len : longest;
   }
@@ -73,7 +74,7 @@ LOOM_HOST_DEVICE inline int64_t gqaChunkTokens(const TLen *kvLens,
       return c;
     int64_t used = 0;
     for (int64_t b = 0; b < batch; ++b)
-      used += hkv * gqaPairSplits(int64_t(kvLens[b]), c);
+      used += hkv * gqaPairSplits(mappedLen(kvLens, b), c);
     if (used <= numTasks)
       return c;
     c += (c + 3) / 4;
@@ -96,7 +97,7 @@ LOOM_HOST_DEVICE inline GqaSplitTask gqaSplitTask(const TLen *kvLens,
   const int64_t c = gqaChunkTokens(kvLens, batch, hkv, numTasks);
   int64_t first = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t len = int64_t(kvLens[b]) > 0 ? int64_t(kvLens[b]) : 0;
+    const int64_t len = mappedLen(kvLens, b);
     const int64_t splits = gqaPairSplits(len, c);
     if (n < first + hkv * splits) {
       const int64_t local = n - first;
@@ -126,9 +127,9 @@ LOOM_HOST_DEVICE inline GqaPairTasks gqaPairTasks(const TLen *kvLens,
   const int64_t c = gqaChunkTokens(kvLens, batch, hkv, numTasks);
   int64_t first = 0;
   for (int64_t r = 0; r < b; ++r)
-    first += hkv * gqaPairSplits(int64_t(kvLens[r]), c);
+    first += hkv * gqaPairSplits(mappedLen(kvLens, r), c);
   GqaPairTasks p;
-  p.count = gqaPairSplits(int64_t(kvLens[b]), c);
+  p.count = gqaPairSplits(mappedLen(kvLens, b), c);
   p.first = first + hk * p.count;
   return p;
 }

@@ -21,6 +21,18 @@
 #endif
 #endif
 
+/// A function kept out of line: the cold half of a check in a hot loop.
+/// Except in HIP: an AMDGPU call goes through the stack ABI (a stack in
+/// scratch), which the gfx950 persistent kernel must not have
+/// (tests/amd/check-artifact.py: one function, no calls).
+#ifndef LOOM_NOINLINE
+#if defined(__HIPCC__) || defined(__HIP__)
+#define LOOM_NOINLINE __attribute__((always_inline))
+#else
+#define LOOM_NOINLINE __attribute__((noinline))
+#endif
+#endif
+
 #include <cstdint>
 
 namespace loom {

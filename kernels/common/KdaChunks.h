@@ -15,6 +15,7 @@
 #define LOOM_KERNELS_COMMON_KDACHUNKS_H
 
 #include "kernels/common/HostDevice.h"
+#include "kernels/common/MetaGuard.h"
 
 #include <cstdint>
 
@@ -50,6 +51,35 @@ LOOM_HOST_DEVICE inline int64_t kdaNumChunks(const int32_t *cu, int64_t N,
   I total = 0;
   for (I n = 0; n < I(N); ++n)
     total += (I(cu[n + 1]) - I(cu[n]) + c - 1) / c;
+  return total;
+}
+
+/// kdaNumChunks after checking cu_seqlens (MetaGuard.h): 0 <= cu[0], each
+/// entry at least the one before, cu[N] <= `numTokens`, and at most
+/// `maxChunks` chunks (the workspace's). -1 when refused: the caller then
+/// reads no token.
+LOOM_HOST_DEVICE inline int64_t kdaCheckedChunks(const int32_t *cu, int64_t N,
+                                                 int64_t C, int64_t numTokens,
+                                                 int64_t maxChunks) {
+  if (!kCheckMeta)
+    return kdaNumChunks(cu, N, C);
+  if (cu[0] < 0) {
+    recordMetaFault(cu, cu[0], LOOM_META_CU_SEQLENS);
+    return -1;
+  }
+  int64_t total = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t len = int64_t(cu[n + 1]) - cu[n];
+    if (len < 0 || cu[n + 1] > numTokens) {
+      recordMetaFault(cu + n + 1, cu[n + 1], LOOM_META_CU_SEQLENS);
+      return -1;
+    }
+    total += kdaCeilDiv(len, C);
+  }
+  if (total > maxChunks) {
+    recordMetaFault(cu + N, cu[N], LOOM_META_CHUNKS);
+    return -1;
+  }
   return total;
 }
 

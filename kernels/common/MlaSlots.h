@@ -21,6 +21,7 @@
 #define LOOM_KERNELS_COMMON_MLASLOTS_H
 
 #include "kernels/common/HostDevice.h"
+#include "kernels/common/MetaGuard.h"
 
 #include <cstdint>
 
@@ -88,12 +89,13 @@ LOOM_HOST_DEVICE inline int64_t mlaWorkspaceFloats(int64_t numSlots,
 // Slots
 //===----------------------------------------------------------------------===//
 
-/// Ttot: the sum of the run-time kv_lens.
+/// Ttot: the sum of the run-time kv_lens (mappedLen: a negative length
+/// counts as none; the request's reader refuses it).
 LOOM_HOST_DEVICE inline int64_t mlaTotalTokens(const int32_t *kvLens,
                                                int64_t batch) {
   int64_t total = 0;
   for (int64_t b = 0; b < batch; ++b)
-    total += kvLens[b];
+    total += mappedLen(kvLens, b);
   return total;
 }
 

@@ -84,6 +84,36 @@ typedef struct LoomProgramDesc {
 typedef const LoomProgramDesc *(*LoomGetProgramFn)(void);
 #define LOOM_HOST_PROGRAM_SYMBOL "loom_host_program"
 
+/* Why a body refused a meta value (LoomMetaFault::reason). A body that
+ * finds one reads and writes nothing through it (it uses a value in range
+ * instead, or skips the work) and its task fails with LOOM_BODY_BAD_INDEX
+ * (DeviceAbi.h), so the launch fails naming the buffer, index and value. */
+enum LoomMetaReason {
+  LOOM_META_PAGE_ID = 1,    /* a page id outside the cache's pages */
+  LOOM_META_INDPTR = 2,     /* kv_indptr negative, decreasing, or past kv_indices */
+  LOOM_META_KV_LEN = 3,     /* a length below 0 or above its pages x page size */
+  LOOM_META_SLOT = 4,       /* a cache slot past the cache (negative: skipped) */
+  LOOM_META_CU_SEQLENS = 5, /* cu_seqlens negative, decreasing or past the tokens */
+  LOOM_META_CHUNKS = 6,     /* more chunks than the program's bound */
+  LOOM_META_TOKEN_ID = 7    /* a token id outside the vocabulary */
+};
+
+/* The first meta value a body refused: `where` is its address (the runtime
+ * finds the binding and index from it), `value` what it held. */
+typedef struct LoomMetaFault {
+  const void *where;
+  int64_t value;
+  int32_t reason; /* LoomMetaReason; 0: none */
+  int32_t pad;
+} LoomMetaFault;
+
+/* A host program library also exports this: the calling thread's last
+ * refused meta value (reason 0: none), read by the runtime after a task
+ * returned LOOM_BODY_BAD_INDEX on that thread. Optional: older programs
+ * lack it. */
+typedef const LoomMetaFault *(*LoomGetMetaFaultFn)(void);
+#define LOOM_HOST_META_FAULT_SYMBOL "loom_host_meta_fault"
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,7 @@
 
 #include "kernels/common/GqaSplits.h"
 #include "kernels/common/Numerics.h"
+#include "kernels/host/MetaFault.h"
 
 #include <algorithm>
 #include <cmath>
@@ -240,14 +241,15 @@ void rope(const TX *x, const TPos *positions, TY *y, int64_t H, int64_t D,
 /// Copies token t's K row [Hkv, D] and V row [Hkv, Dv] to page
 /// slotMapping[t] / P, slot slotMapping[t] % P of the [pages, P, Hkv, D|Dv]
 /// caches. A negative slot marks a padding token and is skipped (vLLM's
-/// convention). The copy is exact when the cache type equals the row type.
+/// convention); a slot past the `numPages` pages is refused (MetaGuard.h).
+/// The copy is exact when the cache type equals the row type.
 template <typename TK, typename TV, typename TSlot, typename TKC, typename TVC>
 void kvAppend(const TK *k, const TV *v, const TSlot *slotMapping, TKC *kCache,
               TVC *vCache, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
-              int64_t t0, int64_t t1) {
+              int64_t numPages, int64_t t0, int64_t t1) {
   for (int64_t t = t0; t < t1; ++t) {
-    int64_t slot = int64_t(slotMapping[t]);
-    if (slot < 0)
+    const int64_t slot = int64_t(slotMapping[t]);
+    if (slot < 0 || !writableIndex(slotMapping + t, numPages * P, LOOM_META_SLOT))
       continue;
     int64_t page = slot / P, inPage = slot % P;
     int64_t kBase = (page * P + inPage) * Hkv * D;
@@ -285,24 +287,29 @@ inline int64_t gqaWorkspaceFloats(int64_t maxBatch, int64_t S, int64_t Hq,
 /// not its work): gqaSplitTask gives the request, KV head and token range;
 /// the query heads of that KV head's group attend to those tokens. Token t
 /// of request r lives in page kvIndices[kvIndptr[r] + t/P], slot t % P.
-/// Tasks past the batch's share do nothing.
+/// Tasks past the batch's share do nothing. Every request has a split task,
+/// which checks its meta values (MetaGuard.h: `numIndices` entries of
+/// kv_indices, page ids below `numPages`).
 template <typename TQ, typename TK, typename TV, typename TPtr, typename TInd,
           typename TLen>
 void gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
                     const TPtr *kvIndptr, const TInd *kvIndices,
                     const TLen *kvLens, float *workspace, int64_t batch,
                     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D,
-                    int64_t Dv, int64_t P, int64_t S, float smScale, int64_t b,
-                    int64_t hk, int64_t s) {
+                    int64_t Dv, int64_t P, int64_t numPages, int64_t numIndices,
+                    int64_t S, float smScale, int64_t b, int64_t hk,
+                    int64_t s) {
   const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
   const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
   if (!task.active)
     return;
   b = task.b;
   hk = task.hk;
-  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
+  const PagedRequest req = pagedRequest(kvIndptr, kvLens, b, numIndices, P);
+  const int64_t tBegin = task.tEnd > req.len ? 0 : task.tBegin;
+  const int64_t tEnd = task.tEnd > req.len ? 0 : task.tEnd;
   const int64_t group = Hq / Hkv;
-  const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
+  const TInd *pages = kvIndices + req.first;
   float *lsePart = workspace + numTasks * group * Dv;
   // One head at a time, accumulating straight into this task's own
   // workspace row: no stack buffer sized by Dv or the group.
@@ -314,7 +321,11 @@ void gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
       acc[d] = 0.0f;
     float m = detail::kNegInf, l = 0.0f;
     for (int64_t t = tBegin; t < tEnd; ++t) {
-      int64_t row = (int64_t(pages[t / P]) * P + t % P) * Hkv + hk;
+      int64_t row =
+          (checkedIndex(pages + t / P, numPages, LOOM_META_PAGE_ID) * P +
+           t % P) *
+              Hkv +
+          hk;
       const TK *kr = kCache + row * D;
       const TV *vr = vCache + row * Dv;
       float score = 0.0f;
@@ -417,9 +428,9 @@ void add(const TA *a, const TB *b, TY *y, int64_t e0, int64_t e1) {
 // embedding / argmax: task = rows [b0, b1).
 //===----------------------------------------------------------------------===//
 
-/// y[b] = table[ids[b]] for b in [b0, b1); table is [vocab, D]. The caller
-/// guarantees 0 <= ids[b] < vocab; an id outside that range is not read:
-/// its row is zeroed and the function returns false.
+/// y[b] = table[ids[b]] for b in [b0, b1); table is [vocab, D]. An id
+/// outside [0, vocab) is refused (MetaGuard.h) and not read: its row is
+/// zeroed and the function returns false.
 template <typename TT, typename TId, typename TY>
 bool embedding(const TT *table, const TId *ids, TY *y, int64_t vocab, int64_t D,
                int64_t b0, int64_t b1) {
@@ -427,6 +438,7 @@ bool embedding(const TT *table, const TId *ids, TY *y, int64_t vocab, int64_t D,
   for (int64_t b = b0; b < b1; ++b) {
     int64_t id = int64_t(ids[b]);
     if (id < 0 || id >= vocab) {
+      recordMetaFault(ids + b, id, LOOM_META_TOKEN_ID);
       ok = false;
       for (int64_t i = 0; i < D; ++i)
         store(y, b * D + i, 0.0f);

@@ -45,6 +45,7 @@
 #include "kernels/common/BodyLimits.h"
 #include "kernels/common/KdaChunks.h"
 #include "kernels/common/Numerics.h"
+#include "kernels/host/MetaFault.h"
 
 #include <algorithm>
 #include <cassert>
@@ -74,9 +75,9 @@ enum class KdaGate : int32_t { Unbounded = 0, Bounded = 1 };
 /// absolute (row t of every [T, ...] buffer is token t); only rows in
 /// [cuSeqlens[0], cuSeqlens[N]) are read or written, and cuSeqlens[N] <= T.
 /// initialState may be null (zeros) and may alias finalState (each phase-1 task
-/// reads its own block before writing it). Preconditions (not checked in
-/// release builds): cuSeqlens non-decreasing, the run-time chunk count <=
-/// maxChunks, chunkSize in [1, kKdaMaxChunk].
+/// reads its own block before writing it). cuSeqlens and the run-time chunk
+/// count are checked by the emitted tile functions (kdaCheckedChunks) before
+/// a body runs; chunkSize in [1, kKdaMaxChunk] by loomc.
 template <typename T> struct KdaParams {
   const T *q = nullptr;
   const T *k = nullptr;

@@ -34,6 +34,7 @@
 #include "kernels/common/BodyLimits.h"
 #include "kernels/common/MlaSlots.h"
 #include "kernels/common/Numerics.h"
+#include "kernels/host/MetaFault.h"
 
 #include <algorithm>
 #include <cassert>
@@ -58,8 +59,9 @@ constexpr float kMlaLn2 = 0.693147180559945309f;
 /// ckv_cache [pages,P,Dc], kpe_cache [pages,P,Dp], lse [B,H] (base 2).
 /// `batch` is the run-time B (<= the compile-time max batch the buffers are
 /// sized for); rows b >= batch of o and lse are left untouched.
-/// Preconditions (not checked): kv_lens[b] >= 0 and
-/// kv_lens[b] <= (kv_indptr[b+1] - kv_indptr[b]) * P; page ids in range.
+/// The meta values are checked where they are read (MetaGuard.h): a request
+/// whose kv_indptr or kv_lens break the rules, or a page id past
+/// `numPages`, is refused and the task fails with LOOM_BODY_BAD_INDEX.
 template <typename T> struct MlaParams {
   const T *qNope = nullptr;
   const T *qPe = nullptr;
@@ -75,6 +77,8 @@ template <typename T> struct MlaParams {
   int64_t dimCkv = 0;   ///< Dc (also the V width)
   int64_t dimKpe = 0;   ///< Dp
   int64_t pageSize = 0; ///< P
+  int64_t numPages = 0;   ///< pages of the caches
+  int64_t numIndices = 0; ///< entries of kv_indices
   float smScale = 0.f;  ///< applied to q.k before the softmax
 };
 
@@ -122,7 +126,11 @@ void mlaSplitPiece(const MlaParams<T> &p, int64_t b, int64_t tokBegin,
   const int64_t numHeads = p.numHeads, dimCkv = p.dimCkv, dimKpe = p.dimKpe;
   const T *qNope = p.qNope + b * numHeads * dimCkv;
   const T *qPe = p.qPe + b * numHeads * dimKpe;
-  const int32_t *pages = p.kvIndices + p.kvIndptr[b];
+  const PagedRequest req =
+      pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize);
+  if (tokEnd > req.len) // refused, or a length the slots did not see
+    tokBegin = tokEnd = 0;
+  const int32_t *pages = p.kvIndices + req.first;
 
   float m[kMlaMaxHeads], l[kMlaMaxHeads];
   float kc[kMlaMaxDimCkv], kp[kMlaMaxDimKpe];
@@ -135,7 +143,10 @@ void mlaSplitPiece(const MlaParams<T> &p, int64_t b, int64_t tokBegin,
   for (int64_t t = tokBegin; t < tokEnd; ++t) {
     // Only slots below kv_lens are ever addressed, so a partial last page's
     // tail (which may hold garbage) is never read.
-    int64_t row = int64_t(pages[t / p.pageSize]) * p.pageSize + t % p.pageSize;
+    int64_t row =
+        checkedIndex(pages + t / p.pageSize, p.numPages, LOOM_META_PAGE_ID) *
+            p.pageSize +
+        t % p.pageSize;
     // The KV row is converted once and reused by all heads.
     for (int64_t d = 0; d < dimCkv; ++d)
       kc[d] = load(p.ckvCache, row * dimCkv + d);
@@ -188,7 +199,7 @@ void mlaSplit(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
   // anyway and is negligible next to one KV row times H heads.
   int64_t reqBegin = 0;
   for (int64_t b = 0; b < p.batch && reqBegin < mineEnd; ++b) {
-    int64_t reqEnd = reqBegin + p.kvLens[b];
+    int64_t reqEnd = reqBegin + mappedLen(p.kvLens, b);
     int64_t begin = std::max(mineBegin, reqBegin);
     int64_t end = std::min(mineEnd, reqEnd);
     if (begin < end) {
@@ -267,10 +278,14 @@ void mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
       mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
   int64_t reqBegin = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    int64_t reqEnd = reqBegin + p.kvLens[b];
-    if (MlaMergeSplit::owns(b * split.chunks, task, numMergeTasks))
+    int64_t reqEnd = reqBegin + mappedLen(p.kvLens, b);
+    if (MlaMergeSplit::owns(b * split.chunks, task, numMergeTasks)) {
+      // The request's writer checks its meta values, so every request is
+      // checked even when no slot reads it.
+      (void)pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize);
       detail::mlaMergeRequest(p, b, reqBegin, reqEnd, slots, partialO,
                               partialLse);
+    }
     reqBegin = reqEnd;
   }
 }

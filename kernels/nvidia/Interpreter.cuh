@@ -66,6 +66,7 @@
 #include "kernels/common/WorkerRecords.h"
 #include "kernels/nvidia/Atomics.cuh"
 #include "kernels/nvidia/BulkCopy.cuh"
+#include "kernels/nvidia/MetaFault.cuh"
 
 #include <cstdint>
 
@@ -133,6 +134,25 @@ __device__ __noinline__ void fail(volatile int32_t *abortFlag,
   storeRelaxedSys(abortFlag, 1);
   if (control)
     storeRelaxedGpu(control + LOOM_CONTROL_FAILED, 1ull);
+}
+
+/// The leader, after task `task`'s body failed (`error`) or refused a meta
+/// value (the block's MetaFaultSlot, which takes precedence).
+__device__ __noinline__ void failTask(volatile int32_t *abortFlag,
+                                      unsigned long long *control,
+                                      LoomWorkerStatus *s, int32_t task,
+                                      int32_t error) {
+  const MetaFaultSlot &slot = metaFaultSlot();
+  if (slot.taken) {
+    publishWait(s, task, -1,
+                reinterpret_cast<unsigned long long>(slot.fault.where),
+                static_cast<unsigned long long>(slot.fault.value));
+    storeRelaxedSys(&s->meta_reason, slot.fault.reason);
+    error = LOOM_BODY_BAD_INDEX;
+  } else {
+    publishWait(s, task, -1, 0, 0);
+  }
+  fail(abortFlag, control, s, error);
 }
 
 /// The counts a worker's leader has seen (acquired) per event, direct-mapped:
@@ -488,6 +508,7 @@ __device__ void workerLoop(const LoomKernelArgs &args,
     sTicketBase = (epoch - 1) * static_cast<unsigned long long>(
                                     schedule.numTasks + gridDim.x);
     sError = 0;
+    metaFaultSlot().taken = 0;
     sWinBase = 0;
     sWinWords = min(kWindowWords, schedule.stride);
     sWinPhase = 0;
@@ -603,11 +624,11 @@ __device__ void workerLoop(const LoomKernelArgs &args,
         sError = err;
       // Ends the body: every thread's stores are ordered before the
       // leader's release below, and no thread still uses the shared memory.
-      if (__syncthreads_or(err != 0)) {
-        if (leader) {
-          publishWait(status, h.task, -1, 0, 0);
-          fail(args.abort_flag, args.control, status, sError);
-        }
+      // A refused meta value (MetaFault.cuh) fails the task too; the
+      // record is read after the barrier that ends its writes.
+      if (__syncthreads_or(err != 0) || metaFaultSlot().taken) {
+        if (leader)
+          failTask(args.abort_flag, args.control, status, h.task, sError);
         goto leave;
       }
       if (leader && kProfile && profile)

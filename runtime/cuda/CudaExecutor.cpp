@@ -328,6 +328,7 @@ Status CudaExecutor::readyToLaunch() const {
 }
 
 Status CudaExecutor::checkBindings(const LoomBinding *bindings) {
+  lastBindings_.assign(bindings, bindings + table_->numBuffers());
   return bindingChecker_.check(
       *table_, epoch_, bindings, ctx_->allocations(),
       [this](const void *ptr) { return unknownPointer(ptr); }, "CUDA driver",
@@ -585,6 +586,7 @@ Status CudaExecutor::checkStreamLaunches(uint64_t atLeast, StreamCheck *out) {
     epoch_ = hi;
     WatchHooks hooks;
     hooks.readCounts = [this] { return readCounts(); };
+    hooks.bindings = lastBindings_;
     Status failure = endedLaunchStatus(*table_, last, epoch_, LaunchWatch(),
                                        timeoutCycles_, hooks);
     if (failure.ok())
@@ -641,6 +643,7 @@ WatchHooks CudaExecutor::hooks() {
   };
   h.raiseAbort = [this] { raiseAbort(); };
   h.readCounts = [this] { return readCounts(); };
+  h.bindings = lastBindings_;
   return h;
 }
 

@@ -295,6 +295,8 @@ Status HipExecutor::prepareQueuedLaunch() {
 }
 
 Status HipExecutor::launch(const LaunchParams &params) {
+  lastBindings_.assign(params.bindings,
+                       params.bindings + table_->numBuffers());
   if (inFlight_ || wedged_)
     return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
                      ": launch while its kernel is still running");
@@ -440,6 +442,7 @@ WatchHooks HipExecutor::hooks() {
   };
   h.raiseAbort = [this] { raiseAbort(); };
   h.readCounts = [this] { return readCounts(); };
+  h.bindings = lastBindings_;
   return h;
 }
 

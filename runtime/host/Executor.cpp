@@ -57,9 +57,11 @@ LaunchState::~LaunchState() { std::free(workspace); }
 
 Status Executor::create(std::shared_ptr<const ProgramTable> table,
                         std::shared_ptr<const void> library,
+                        LoomGetMetaFaultFn metaFault,
                         const DeviceAllocations *allocations,
                         std::string device, std::unique_ptr<Executable> *out) {
   auto state = std::make_shared<LaunchState>(table, std::move(library));
+  state->metaFault = metaFault;
   if (int64_t bytes = table->desc().workspace_bytes; bytes > 0) {
     size_t rounded = (static_cast<size_t>(bytes) + kWorkspaceAlignment - 1) /
                      kWorkspaceAlignment * kWorkspaceAlignment;

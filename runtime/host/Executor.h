@@ -27,11 +27,13 @@ struct LaunchState;
 class Executor final : public Executable {
 public:
   /// `library` keeps the code of table->desc().run_task loaded (null for
-  /// in-process descriptors).
+  /// in-process descriptors); `metaFault` names a meta value a task
+  /// refused (null: the code alone).
   /// `allocations` and `device`: the device's record and description (it
   /// outlives its programs); each launch's bindings are checked against it.
   static Status create(std::shared_ptr<const ProgramTable> table,
                        std::shared_ptr<const void> library,
+                       LoomGetMetaFaultFn metaFault,
                        const DeviceAllocations *allocations,
                        std::string device, std::unique_ptr<Executable> *out);
 

@@ -72,23 +72,27 @@ Status HostDevice::loadProgram(const std::string &path, uint32_t flags,
   if (Status s = HostLibrary::open(path, &library); !s.ok())
     return s;
   const LoomProgramDesc &desc = library->desc();
-  return makeProgram(desc, path, flags, std::move(library), out);
+  LoomGetMetaFaultFn metaFault = library->metaFault();
+  return makeProgram(desc, path, flags, std::move(library), metaFault, out);
 }
 
 Status HostDevice::programFromDesc(const LoomProgramDesc &desc, uint32_t flags,
                                    std::unique_ptr<Program> *out) {
-  return makeProgram(desc, "in-process descriptor", flags, nullptr, out);
+  return makeProgram(desc, "in-process descriptor", flags, nullptr, nullptr,
+                     out);
 }
 
 Status HostDevice::makeProgram(const LoomProgramDesc &desc,
                                const std::string &origin, uint32_t flags,
                                std::shared_ptr<const void> library,
+                               LoomGetMetaFaultFn metaFault,
                                std::unique_ptr<Program> *out) {
   std::shared_ptr<const ProgramTable> table;
   if (Status s = ProgramTable::create(desc, origin, flags, &table); !s.ok())
     return s;
   std::unique_ptr<Executable> executable;
-  if (Status s = Executor::create(table, std::move(library), &allocations_,
+  if (Status s = Executor::create(table, std::move(library), metaFault,
+                                 &allocations_,
                                  describe(), &executable);
       !s.ok())
     return s;

@@ -40,6 +40,7 @@ public:
 private:
   Status makeProgram(const LoomProgramDesc &desc, const std::string &origin,
                      uint32_t flags, std::shared_ptr<const void> library,
+                     LoomGetMetaFaultFn metaFault,
                      std::unique_ptr<Program> *out);
 
   DeviceAllocations allocations_;

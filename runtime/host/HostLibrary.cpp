@@ -50,7 +50,9 @@ Status HostLibrary::open(const std::string &path,
                      "; this runtime reads version ", LOOM_PROGRAM_ABI_VERSION,
                      " (rebuild it)");
   }
-  out->reset(new HostLibrary(handle, desc));
+  auto metaFault = reinterpret_cast<LoomGetMetaFaultFn>(
+      ::dlsym(handle, LOOM_HOST_META_FAULT_SYMBOL));
+  out->reset(new HostLibrary(handle, desc, metaFault));
   return Status();
 }
 

@@ -27,12 +27,16 @@ public:
   HostLibrary &operator=(const HostLibrary &) = delete;
 
   const LoomProgramDesc &desc() const { return *desc_; }
+  /// LOOM_HOST_META_FAULT_SYMBOL, or null for programs that predate it.
+  LoomGetMetaFaultFn metaFault() const { return metaFault_; }
 
 private:
-  HostLibrary(void *handle, const LoomProgramDesc *desc)
-      : handle_(handle), desc_(desc) {}
+  HostLibrary(void *handle, const LoomProgramDesc *desc,
+              LoomGetMetaFaultFn metaFault)
+      : handle_(handle), desc_(desc), metaFault_(metaFault) {}
   void *handle_;
   const LoomProgramDesc *desc_;
+  LoomGetMetaFaultFn metaFault_;
 };
 
 } // namespace rt

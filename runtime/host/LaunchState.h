@@ -47,6 +47,8 @@ struct LaunchState {
   const std::shared_ptr<const ProgramTable> table;
   /// Keeps the program library (and so run_task's code) loaded.
   const std::shared_ptr<const void> library;
+  /// The library's LOOM_HOST_META_FAULT_SYMBOL (null: none).
+  LoomGetMetaFaultFn metaFault = nullptr;
   const int32_t numWorkers;
   void *workspace = nullptr;
   std::unique_ptr<EventCounter[]> counters;

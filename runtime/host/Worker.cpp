@@ -10,6 +10,7 @@
 
 #include "runtime/host/LaunchState.h"
 #include "runtime/host/Spin.h"
+#include "runtime/src/MetaFault.h"
 
 namespace loom {
 namespace rt {
@@ -90,9 +91,17 @@ bool LaunchState::runTask(int32_t worker, int32_t task, uint64_t launchEpoch) {
   me.phase.store(kWorkerRunning, std::memory_order_release);
   int32_t code = t.desc().run_task(task, bindings.data(), workspace);
   if (code != 0) {
-    fail(makeError(LOOMRT_ERROR_TASK_FAILED, "program ", quoted(t.name()),
-                   " launch ", launchEpoch, ": task ", t.describeTask(task),
-                   " on worker ", worker, " returned ", code));
+    // The fault is the calling thread's (this one's) last.
+    const LoomMetaFault *fault = metaFault ? metaFault() : nullptr;
+    if (code == LOOM_BODY_BAD_INDEX && fault && fault->reason != 0)
+      fail(makeError(LOOMRT_ERROR_TASK_FAILED, "program ", quoted(t.name()),
+                     " launch ", launchEpoch, ": task ", t.describeTask(task),
+                     " on worker ", worker, " ",
+                     describeMetaFault(t, bindings, *fault)));
+    else
+      fail(makeError(LOOMRT_ERROR_TASK_FAILED, "program ", quoted(t.name()),
+                     " launch ", launchEpoch, ": task ", t.describeTask(task),
+                     " on worker ", worker, " returned ", code));
     return false;
   }
   // The body's end, before the triggers (as on the GPU): a consumer they

@@ -1,6 +1,7 @@
 //===- DeviceWatchdog.cpp - Watching a GPU kernel through its status ------===//
 
 #include "runtime/src/DeviceWatchdog.h"
+#include "runtime/src/MetaFault.h"
 
 #include <algorithm>
 #include <sstream>
@@ -41,7 +42,7 @@ LoomWorkerStatus readOnce(const volatile LoomWorkerStatus &r) {
   s.seen = loadRelaxed(r.seen);
   s.needed = loadRelaxed(r.needed);
   s.error = loadRelaxed(r.error);
-  s.pad = 0;
+  s.meta_reason = loadRelaxed(r.meta_reason);
   return s;
 }
 
@@ -92,7 +93,7 @@ void resetWorkerStatus(volatile LoomWorkerStatus *live, int32_t numWorkers) {
     storeRelaxed(live[w].seen, uint64_t{0});
     storeRelaxed(live[w].needed, uint64_t{0});
     storeRelaxed(live[w].error, int32_t{0});
-    storeRelaxed(live[w].pad, int32_t{0});
+    storeRelaxed(live[w].meta_reason, int32_t{0});
   }
 }
 
@@ -180,9 +181,24 @@ bool anyTaskFailed(const std::vector<LoomWorkerStatus> &status) {
   return false;
 }
 
+/// What a failed body said: its code, or the meta value it refused.
+static std::string bodyFailure(const ProgramTable &table,
+                               const LoomWorkerStatus &s,
+                               const std::vector<LoomBinding> *bindings) {
+  if (s.error != LOOM_BODY_BAD_INDEX || s.meta_reason == 0)
+    return "failed with " + bodyCode(s.error);
+  LoomMetaFault fault{};
+  fault.where = reinterpret_cast<const void *>(static_cast<uintptr_t>(s.seen));
+  fault.value = static_cast<int64_t>(s.needed);
+  fault.reason = s.meta_reason;
+  return describeMetaFault(table, bindings ? *bindings : std::vector<LoomBinding>(),
+                           fault);
+}
+
 std::string describeWorkers(const ProgramTable &table,
                             const std::vector<LoomWorkerStatus> &status,
-                            const std::vector<uint64_t> *counts) {
+                            const std::vector<uint64_t> *counts,
+                            const std::vector<LoomBinding> *bindings) {
   std::ostringstream os;
   int listed = 0, unlisted = 0, finished = 0, silent = 0;
   for (size_t w = 0; w < status.size(); ++w) {
@@ -202,7 +218,7 @@ std::string describeWorkers(const ProgramTable &table,
     ++listed;
     os << "\n  worker " << w << ": ";
     if (bodyFailed(s)) {
-      os << taskName(table, s.task) << " failed with " << bodyCode(s.error);
+      os << taskName(table, s.task) << " " << bodyFailure(table, s, bindings);
       continue;
     }
     if (s.event < 0) {
@@ -270,7 +286,8 @@ std::string describeDeviceTimeout(const ProgramTable &table,
 
 std::string describeFailures(const ProgramTable &table,
                              const std::vector<LoomWorkerStatus> &status,
-                             uint64_t epoch) {
+                             uint64_t epoch,
+                             const std::vector<LoomBinding> *bindings) {
   std::ostringstream os;
   int listed = 0, unlisted = 0;
   for (size_t w = 0; w < status.size(); ++w) {
@@ -284,8 +301,8 @@ std::string describeFailures(const ProgramTable &table,
     if (listed++)
       os << "\n";
     os << "program " << quoted(table.name()) << " launch " << epoch << ": "
-       << taskName(table, s.task) << " on worker " << w << " failed with "
-       << bodyCode(s.error);
+       << taskName(table, s.task) << " on worker " << w << " "
+       << bodyFailure(table, s, bindings);
   }
   if (unlisted)
     os << "\n... and " << unlisted << " more failed workers";
@@ -364,7 +381,7 @@ Status endedLaunchStatus(const ProgramTable &table,
                          uint64_t timeoutCycles, const WatchHooks &hooks) {
   if (anyTaskFailed(last))
     return Status(LOOMRT_ERROR_TASK_FAILED,
-                  describeFailures(table, last, epoch));
+                  describeFailures(table, last, epoch, &hooks.bindings));
   // No worker left early: a success, even if the flag went up just as the
   // last task ended (every count advanced).
   if (!anyWorkerLeft(last))
@@ -389,11 +406,12 @@ Status wedgedLaunchStatus(const ProgramTable &table,
   std::string still = "the kernel did not exit within " +
                       std::to_string(watchdogMs) +
                       " ms of the abort flag; its workers now:" +
-                      describeWorkers(table, last, orNull(counts));
+                      describeWorkers(table, last, orNull(counts), &hooks.bindings);
   *why = what + ": " + still;
   const bool failed = anyTaskFailed(last);
   std::string head =
-      failed ? describeFailures(table, last, epoch) : watch.stallReport;
+      failed ? describeFailures(table, last, epoch, &hooks.bindings)
+             : watch.stallReport;
   return makeError(failed ? LOOMRT_ERROR_TASK_FAILED : LOOMRT_ERROR_TIMEOUT,
                    head, "\n", still, "\n", device,
                    " is left running it: the program's memory is not freed "

@@ -111,7 +111,8 @@ bool anyTaskFailed(const std::vector<LoomWorkerStatus> &status);
 /// counters show satisfied is stale and is reported as such.
 std::string describeWorkers(const ProgramTable &table,
                             const std::vector<LoomWorkerStatus> &status,
-                            const std::vector<uint64_t> *counts = nullptr);
+                            const std::vector<uint64_t> *counts = nullptr,
+                            const std::vector<LoomBinding> *bindings = nullptr);
 
 /// The host watchdog's report:
 ///   program 'p' launch 3 stopped by the watchdog: no worker's status
@@ -132,9 +133,12 @@ describeDeviceTimeout(const ProgramTable &table,
 
 /// "program 'p' launch 2: task 'x' (id 3) on worker 1 failed with code 42",
 /// one line per failed worker (first 16).
+/// A task that refused a meta value names it (describeMetaFault, from the
+/// launch's `bindings` when given).
 std::string describeFailures(const ProgramTable &table,
                              const std::vector<LoomWorkerStatus> &status,
-                             uint64_t epoch);
+                             uint64_t epoch,
+                             const std::vector<LoomBinding> *bindings = nullptr);
 
 /// What the backend lends the watchdog.
 struct WatchHooks {
@@ -147,6 +151,8 @@ struct WatchHooks {
   /// kernel); empty when they cannot be read, e.g. after a fault. Read only
   /// for reports.
   std::function<std::vector<uint64_t>()> readCounts;
+  /// The launch's bindings, to name a meta value a body refused.
+  std::vector<LoomBinding> bindings;
 };
 
 /// What the watchdog saw while a kernel ran.

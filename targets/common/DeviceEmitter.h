@@ -37,6 +37,9 @@ struct DeviceKernelInfo {
   /// (loomc --l2-prefetch). On return: the budget the kernel got (0 when no
   /// task has weights to prefetch).
   int64_t prefetchBudget = 0;
+  /// loomc --trust-meta: the bodies leave out their checks of the meta
+  /// values (LOOM_TRUST_META, kernels/common/MetaGuard.h).
+  bool trustMeta = false;
   /// On return: the kernel takes its bindings by value, a second parameter
   /// (LOOM_DEVICE_INLINE_BINDINGS, kernels/common/DeviceAbi.h).
   bool inlineBindings = false;

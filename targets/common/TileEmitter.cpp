@@ -309,7 +309,8 @@ public:
              << ptr(o.getSlotMapping()) << ", " << ptr(o.getKCache(), false) << ", "
              << ptr(o.getVCache(), false) << ", " << dim(o.getK(), 1) << "LL, "
              << dim(o.getK(), 2) << "LL, " << dim(o.getV(), 2) << "LL, "
-             << dim(o.getKCache(), 1) << "LL, r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
+             << dim(o.getKCache(), 1) << "LL, " << dim(o.getKCache(), 0)
+             << "LL, r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](GqaDecodeOp o) {
@@ -323,7 +324,8 @@ public:
                << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << scratch(op)
                << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
                << dim(o.getQ(), 2) << "LL, " << dim(o.getVCache(), 3) << "LL, "
-               << dim(o.getKCache(), 1) << "LL, " << s << "LL, "
+               << dim(o.getKCache(), 1) << "LL, " << dim(o.getKCache(), 0) << "LL, "
+               << bindingOf(o.getKvIndices()) << ".dims[0], " << s << "LL, "
                << floatLiteral(o.getSmScale().convertToDouble()) << ", pair / " << hkv
                << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ")" << endCall() << ";\n";
           } else {
@@ -350,6 +352,8 @@ public:
              << maxB << "LL);\n"
              << "  p.numHeads = " << h << "; p.dimCkv = " << dc << "; p.dimKpe = "
              << dim(o.getQPe(), 2) << "; p.pageSize = " << dim(o.getCkvCache(), 1) << ";\n"
+             << "  p.numPages = " << dim(o.getCkvCache(), 0) << "; p.numIndices = "
+             << bindingOf(o.getKvIndices()) << ".dims[0];\n"
              << "  p.smScale = " << floatLiteral(o.getSmScale().convertToDouble()) << ";\n"
              << "  float *partialO = " << scratch(op) << ";\n"
              // The partial outputs of all (slot + request) pieces, then
@@ -401,8 +405,10 @@ public:
              << "  p.qkL2norm = " << (o.getQkL2norm() ? "true" : "false") << ";\n"
              << "  p.maxChunks = " << bounds.tokens / c + bounds.seqs << "LL;\n"
              << "  float *work = " << scratch(op) << ";\n"
-             << "  const int64_t chunks = " << dialect.bodies << "kdaNumChunks(p.cuSeqlens, p.numSeqs, "
-             << c << "LL);\n";
+             // Checked (MetaGuard.h): a refused cu_seqlens reads no token.
+             << "  const int64_t chunks = " << dialect.bodies << "kdaCheckedChunks(p.cuSeqlens, p.numSeqs, "
+             << c << "LL, p.numTokens, p.maxChunks);\n"
+             << "  if (chunks < 0) return 0;\n";
           if (phase == 0) {
             // Balance the runtime (head, chunk) items over the tasks.
             int64_t tasks = params[0];
@@ -485,6 +491,12 @@ std::string mlir::loom::tileFunctionName(int64_t opId, int64_t phase) {
 
 std::string mlir::loom::preloadFunctionName(int64_t opId, int64_t phase) {
   return tileFunctionName(opId, phase) + "_preload";
+}
+
+std::string mlir::loom::metaChecksDefine(bool trustMeta) {
+  return trustMeta ? "// loomc --trust-meta: the caller validates the meta "
+                     "values.\n#define LOOM_TRUST_META 1\n"
+                   : "";
 }
 
 std::string mlir::loom::sharedTileFunctionName(int64_t index) {

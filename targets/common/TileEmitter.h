@@ -97,6 +97,11 @@ std::string preloadFunctionName(int64_t opId, int64_t phase);
 /// The name of shared tile function `index` (shareFunctions mode).
 std::string sharedTileFunctionName(int64_t index);
 
+/// The line a program source starts with when its bodies leave out their
+/// checks of the meta values (loomc --trust-meta: `#define
+/// LOOM_TRUST_META`, kernels/common/MetaGuard.h); empty otherwise.
+std::string metaChecksDefine(bool trustMeta);
+
 } // namespace mlir::loom
 
 #endif // LOOM_TARGETS_COMMON_TILEEMITTER_H

@@ -12,8 +12,11 @@ namespace mlir::loom {
 /// (after the Loom pipeline): the task table as data, one function per
 /// (layer op, phase) that runs a tile through the bodies in kernels/host,
 /// and `loom_host_program()` (kernels/common/ProgramAbi.h). Fails with a
-/// diagnostic on the graph if it is not scheduled.
-LogicalResult emitHostProgram(GraphOp graph, std::string &source);
+/// diagnostic on the graph if it is not scheduled. `trustMeta`: the bodies
+/// leave out their checks of the meta values (LOOM_TRUST_META,
+/// kernels/common/MetaGuard.h).
+LogicalResult emitHostProgram(GraphOp graph, std::string &source,
+                              bool trustMeta = false);
 
 } // namespace mlir::loom
 

@@ -107,13 +107,14 @@ LOOM_TEST_KERNEL(loom_body_rope)(DecArgs a) {
 }
 LOOM_TEST_KERNEL(loom_body_kv_append)(DecArgs a) {
   report(a.err, g::kvAppend<kThreads>(a.k, a.v, a.pos, a.kc, a.vc, a.H, a.D,
-                                      a.D, a.P, a.n0, a.n1, lds));
+                                      a.D, a.P, a.N, a.n0, a.n1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_gqa_split)(DecArgs a) {
   report(a.err,
          g::gqaDecodeSplit<kThreads>(a.x, a.k, a.v, a.indptr, a.indices, a.lens,
                                      a.ws, a.M, a.M, a.H * 4, a.H, a.D, a.D,
-                                     a.P, a.S, 0.088f, a.b, a.hk, a.s, lds));
+                                     a.P, a.N, a.K, a.S, 0.088f, a.b, a.hk,
+                                     a.s, lds));
 }
 LOOM_TEST_KERNEL(loom_body_gqa_merge)(DecArgs a) {
   report(a.err, g::gqaDecodeMerge<kThreads>(a.ws, a.lens, a.y, a.M, a.M,
@@ -234,13 +235,14 @@ __device__ __forceinline__ int32_t decoderTask(int32_t task,
   case 5:
     return g::kvAppend<kThreads>(bind<bf16>(b, 4), bind<bf16>(b, 8),
                                  bind<int32_t>(b, 9), bind<bf16>(b, 10),
-                                 bind<bf16>(b, 11), 8, 128, 128, 16, tile,
+                                 bind<bf16>(b, 11), 8, 128, 128, 16, 4096, tile,
                                  tile + 1 < m ? tile + 1 : m, l);
   case 6:
     return g::gqaDecodeSplit<kThreads>(
         bind<bf16>(b, 4), bind<bf16>(b, 10), bind<bf16>(b, 11),
         bind<int32_t>(b, 12), bind<int32_t>(b, 13), bind<int32_t>(b, 14),
-        reinterpret_cast<float *>(ws), m, 32, 32, 8, 128, 128, 16, 8,
+        reinterpret_cast<float *>(ws), m, 32, 32, 8, 128, 128, 16, 4096,
+        b[13].dims[0], 8,
         0.08838834764831845f, (tile / 8) / 8, (tile / 8) % 8, tile % 8, l);
   case 7:
     return g::gqaDecodeMerge<kThreads>(reinterpret_cast<const float *>(ws),
@@ -292,6 +294,8 @@ __device__ __forceinline__ int32_t mlaTask(int32_t task,
   p.dimCkv = 512;
   p.dimKpe = 64;
   p.pageSize = 1;
+  p.numPages = 1048576;
+  p.numIndices = b[5].dims[0];
   p.smScale = 0.1352337788608801f;
   float *partialO = reinterpret_cast<float *>(ws);
   float *partialLse = partialO + (256 + 64) * 16 * 512;
@@ -332,7 +336,10 @@ __device__ __forceinline__ int32_t kdaTask(int32_t task,
   p.qkL2norm = true;
   p.maxChunks = 8192 / 64 + 8;
   float *work = reinterpret_cast<float *>(ws);
-  const int64_t chunks = g::kdaNumChunks(p.cuSeqlens, p.numSeqs, 64);
+  const int64_t chunks =
+      g::kdaCheckedChunks(p.cuSeqlens, p.numSeqs, 64, p.numTokens, p.maxChunks);
+  if (chunks < 0)
+    return 0;
   if (dTaskFunction[task] == 0) {
     const int64_t items = chunks * 32;
     int64_t i = tile * items / 256;

@@ -505,10 +505,10 @@ struct KvAppendTile {
   const int32_t *slots;
   bf16 *kc;
   bf16 *vc;
-  int64_t Hkv, D, Dv, P, T;
+  int64_t Hkv, D, Dv, P, pages, T;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
-    return sm90::kvAppend<kThreads>(k, v, slots, kc, vc, Hkv, D, Dv, P, tile,
-                                    lnv::imin(T, tile + 1), smem);
+    return sm90::kvAppend<kThreads>(k, v, slots, kc, vc, Hkv, D, Dv, P, pages,
+                                    tile, lnv::imin(T, tile + 1), smem);
   }
 };
 
@@ -527,8 +527,8 @@ void testKvAppend() {
   Dev<bf16> dk(k), dv(v), dkc(kc), dvc(vc);
   Dev<int32_t> ds(slots);
   host::kvAppend(k.data(), v.data(), slots.data(), kc.data(), vc.data(), Hkv, D,
-                 Dv, P, 0, T);
-  KvAppendTile f{dk.p, dv.p, ds.p, dkc.p, dvc.p, Hkv, D, Dv, P, T};
+                 Dv, P, pages, 0, T);
+  KvAppendTile f{dk.p, dv.p, ds.p, dkc.p, dvc.p, Hkv, D, Dv, P, pages, T};
   expectStatus(name, runTiles(f, T, 0), 0);
   compare(name + " k_cache", dkc.get(), kc, 0, 0);
   compare(name + " v_cache", dvc.get(), vc, 0, 0);
@@ -590,13 +590,13 @@ struct GqaSplitTile {
   const bf16 *vc;
   const int32_t *indptr, *indices, *lens;
   float *ws;
-  int64_t batch, maxB, Hq, Hkv, D, Dv, P, S;
+  int64_t batch, maxB, Hq, Hkv, D, Dv, P, pages, numIndices, S;
   float scale;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     const int64_t pair = tile / S, s = tile % S;
     return sm90::gqaDecodeSplit<kThreads>(
-        q, kc, vc, indptr, indices, lens, ws, batch, maxB, Hq, Hkv, D, Dv, P, S,
-        scale, pair / Hkv, pair % Hkv, s, smem);
+        q, kc, vc, indptr, indices, lens, ws, batch, maxB, Hq, Hkv, D, Dv, P,
+        pages, numIndices, S, scale, pair / Hkv, pair % Hkv, s, smem);
   }
 };
 
@@ -638,7 +638,8 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
     const int64_t pair = t / S;
     host::gqaDecodeSplit(q.data(), kc.data(), vc.data(), pg.indptr.data(),
                          pg.indices.data(), lens.data(), refWs.data(), batch,
-                         maxB, Hq, Hkv, D, Dv, P, S, scale, pair / Hkv,
+                         maxB, Hq, Hkv, D, Dv, P, pg.numPages,
+                         int64_t(pg.indices.size()), S, scale, pair / Hkv,
                          pair % Hkv, t % S);
   });
   for (int64_t t = 0; t < maxB * Hkv; ++t)
@@ -649,7 +650,8 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
   Dev<int32_t> dip(pg.indptr), dind(pg.indices), dlens(lens);
   Dev<float> dws(poisonVec<float>(wsFloats));
   GqaSplitTile f0{dq.p, dkc.p, dvc.p, dip.p, dind.p, dlens.p, dws.p, batch,
-                  maxB, Hq,    Hkv,   D,     Dv,     P,       S,     scale};
+                  maxB, Hq, Hkv, D, Dv, P, pg.numPages,
+                  int64_t(pg.indices.size()), S, scale};
   // The fast path (its own shared memory), then the staged one (all a
   // kernel has), whose partials the merges below read.
   for (int64_t splitSmem :
@@ -759,6 +761,8 @@ void testMla(std::vector<int32_t> lens, int64_t maxB, int64_t H, int64_t Dc,
   hp.dimCkv = Dc;
   hp.dimKpe = Dp;
   hp.pageSize = P;
+  hp.numPages = pg.numPages;
+  hp.numIndices = int64_t(pg.indices.size());
   hp.smScale = smScale;
   parallelFor(slots, [&](int64_t s) {
     host::mlaSplit(hp, s, slots, refWs.data(), refWs.data() + oFloats,

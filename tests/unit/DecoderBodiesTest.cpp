@@ -601,8 +601,9 @@ void checkGqa(Rng &rng, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
   runPhase(maxBatch * Hkv * S, order, rng, [&](int64_t id) {
     host::gqaDecodeSplit(q.data.data(), kc.data(), vc.data(), indptr.data(),
                          indices.data(), lensI.data(), ws.data(), batch,
-                         maxBatch, Hq, Hkv, D, Dv, P, S, smScale,
-                         id / (Hkv * S), id / S % Hkv, id % S);
+                         maxBatch, Hq, Hkv, D, Dv, P, pg.pages,
+                         int64_t(indices.size()), S, smScale, id / (Hkv * S),
+                         id / S % Hkv, id % S);
   });
   runPhase(maxBatch * Hkv, order, rng, [&](int64_t id) {
     host::gqaDecodeMerge(ws.data(), lensI.data(), o.data(), batch, maxBatch, Hq,
@@ -718,7 +719,7 @@ template <typename TI> void checkKvAppend(Rng &rng, Order order) {
   runPhase(numTiles(Tn, tile), order, rng, [&](int64_t i) {
     Range r = tileOf(i, Tn, tile);
     host::kvAppend(k.data.data(), v.data.data(), slotsI.data(), kc.data(),
-                   vc.data(), Hkv, D, Dv, P, r.begin, r.end);
+                   vc.data(), Hkv, D, Dv, P, pages, r.begin, r.end);
   });
   // Start the reference from the same poisoned cache: untouched slots must
   // stay NaN, written ones must equal the row exactly.
@@ -885,7 +886,8 @@ TEST(DecoderOpsNegative, SkippedTaskAndPerturbationAreCaught) {
       [&](int64_t id) {
         host::gqaDecodeSplit(q.data.data(), kc.data.data(), vc.data.data(),
                              ip.data(), ix.data(), ln.data(), ws.data(), 1, 1,
-                             Hq, Hkv, D, D, P, S, 0.25f, 0, id / S, id % S);
+                             Hq, Hkv, D, D, P, pg.pages, int64_t(ix.size()), S,
+                             0.25f, 0, id / S, id % S);
       },
       /*skip=*/S + 1); // KV head 1's second split
   runPhase(Hkv, Order::InOrder, rng, [&](int64_t id) {
@@ -1104,7 +1106,7 @@ void runLayer(const TinyModel &m, int64_t l, Caches<T> &cache, const T *x,
   });
   rows(B, p.tokTile, [&](int64_t t0, int64_t t1) {
     host::kvAppend(t.k.data(), t.v.data(), slots.data(), kc, vc, Hkv, hd, hd, P,
-                   t0, t1);
+                   m.paging.pages, t0, t1);
   });
   std::vector<float> ws(host::gqaWorkspaceFloats(MB, S, Hq, hd),
                         poison<float>());
@@ -1114,7 +1116,8 @@ void runLayer(const TinyModel &m, int64_t l, Caches<T> &cache, const T *x,
       [&](int64_t id) {
         host::gqaDecodeSplit(t.q.data(), kc, vc, indptr.data(), indices.data(),
                              lens.data(), ws.data(), B, MB, Hq, Hkv, hd, hd, P,
-                             S, smScale, id / (Hkv * S), id / S % Hkv, id % S);
+                             m.paging.pages, int64_t(indices.size()), S,
+                             smScale, id / (Hkv * S), id / S % Hkv, id % S);
       },
       p.skipGqaTask);
   runPhase(MB * Hkv, p.order, rng, [&](int64_t id) {

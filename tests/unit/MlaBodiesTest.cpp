@@ -220,6 +220,8 @@ public:
     p.dimCkv = d.dimCkv;
     p.dimKpe = d.dimKpe;
     p.pageSize = d.pageSize;
+    p.numPages = numPages;
+    p.numIndices = int64_t(indices.size());
     p.smScale = d.smScale;
     return p;
   }

@@ -431,6 +431,51 @@ TEST(CudaWatchdog, FailuresAndCompletion) {
             "  (3 other workers finished their tasks)");
 }
 
+/// smallTable with one meta buffer, i32 kv_indices[?<=16].
+std::shared_ptr<const ProgramTable> tableWithMeta() {
+  static LoomBufferDesc buffer{"kv_indices", LOOM_ROLE_META, LOOM_ELEM_I32, 1,
+                               {-1}, 16};
+  const auto small = smallTable(); // owns what d points to, until create
+  LoomProgramDesc d = small->desc();
+  d.name = "meta";
+  d.num_buffers = 1;
+  d.buffers = &buffer;
+  std::shared_ptr<const ProgramTable> table;
+  Status s = ProgramTable::create(d, "test", 0, &table);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return table;
+}
+
+TEST(CudaWatchdog, RefusedMetaValueIsNamed) {
+  auto table = tableWithMeta();
+  std::vector<int32_t> ids(8);
+  LoomBinding binding{};
+  binding.data = ids.data();
+  binding.dims[0] = 8;
+  const std::vector<LoomBinding> bindings{binding};
+  // As a kernel leaves it: the value's address and the value, read back
+  // through the live records the way the watchdog reads them.
+  std::vector<LoomWorkerStatus> live(4, record(kWorkerDone, -1));
+  live[1] = record(2, -1, uint64_t(uintptr_t(ids.data() + 3)),
+                   uint64_t(int64_t(-1)), LOOM_BODY_BAD_INDEX);
+  live[1].meta_reason = LOOM_META_PAGE_ID;
+  std::vector<LoomWorkerStatus> seen;
+  snapshotWorkerStatus(live.data(), 4, &seen);
+  EXPECT_EQ(describeFailures(*table, seen, 2, &bindings),
+            "program 'meta' launch 2: task 't#2[0]' (id 2) on worker 1 "
+            "refused kv_indices[3] = -1 (a page id outside the cache's "
+            "pages)");
+  // Without the bindings, or outside every buffer: the address.
+  EXPECT_NE(describeFailures(*table, seen, 2).find(
+                "refused the meta value at 0x"),
+            std::string::npos);
+  live[1].seen = uint64_t(uintptr_t(ids.data() + 8));
+  snapshotWorkerStatus(live.data(), 4, &seen);
+  EXPECT_NE(describeFailures(*table, seen, 2, &bindings)
+                .find("refused the meta value at 0x"),
+            std::string::npos);
+}
+
 TEST(CudaWatchdog, ResetAndSnapshot) {
   std::vector<LoomWorkerStatus> live(3, record(5, 6, 7, 8, 9));
   resetWorkerStatus(live.data(), 3);
@@ -443,6 +488,7 @@ TEST(CudaWatchdog, ResetAndSnapshot) {
     EXPECT_EQ(s.seen, 0u);
     EXPECT_EQ(s.needed, 0u);
     EXPECT_EQ(s.error, 0);
+    EXPECT_EQ(s.meta_reason, 0);
   }
   live[1] = record(2, 1, 3, 4);
   snapshotWorkerStatus(live.data(), 3, &copy);

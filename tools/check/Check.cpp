@@ -204,6 +204,29 @@ HostTensor Session::download(const std::string &name, int32_t elem,
   return t;
 }
 
+void Session::setMeta(const std::string &name, int64_t index, int64_t value) {
+  auto it = buffers_.find(name);
+  if (it == buffers_.end() || it->second.role != LOOM_ROLE_META)
+    fail("--set-meta: '" + name + "' is not a meta buffer of the program");
+  const int32_t elem = desc(name).elem;
+  const size_t es = loomrt_elem_bytes(elem);
+  if (elem != LOOM_ELEM_I32 && elem != LOOM_ELEM_I64)
+    fail("--set-meta: '" + name + "' is not an integer buffer");
+  if (index < 0 || size_t(index + 1) * es > it->second.boundBytes)
+    fail("--set-meta: " + name + "[" + std::to_string(index) +
+         "] is past its binding (" + std::to_string(it->second.boundBytes / es) +
+         " entries this launch)");
+  if (elem == LOOM_ELEM_I32) {
+    if (value < INT32_MIN || value > INT32_MAX)
+      fail("--set-meta: " + std::to_string(value) + " does not fit '" + name +
+           "' (i32)");
+    const int32_t v = int32_t(value);
+    upload(name, &v, sizeof v, size_t(index) * es);
+  } else {
+    upload(name, &value, sizeof value, size_t(index) * es);
+  }
+}
+
 void Session::bind(const std::string &name, const std::vector<int64_t> &dims) {
   const LoomBufferDesc &d = desc(name);
   Buffer &b = buffers_.at(name);
@@ -490,9 +513,33 @@ RunReport runAndCheck(const loom::spec::Spec &spec,
       session.clearExpectations();
       family->prepare(launchRng, launch);
       session.poisonOutputs();
+      for (const RunOptions::MetaEdit &e : options.metaEdits)
+        session.setMeta(e.buffer, e.index, e.value);
     } catch (const loomrt::Error &e) {
       fail("runtime error while preparing launch " + std::to_string(launch) +
            ": " + e.what());
+    }
+    if (!options.metaEdits.empty()) {
+      // The launch must fail, saying what it refused.
+      try {
+        session.launch();
+        checks.fail("bad meta refused",
+                    "launch " + std::to_string(launch) +
+                        " with --set-meta succeeded: nothing was refused");
+      } catch (const loomrt::Error &e) {
+        const std::string why = e.what();
+        if (e.status() == LOOMRT_ERROR_TASK_FAILED &&
+            why.find(" refused ") != std::string::npos)
+          checks.add("bad meta refused", "launches that succeeded", 0, 0,
+                     "launch " + std::to_string(launch) + ": " + why);
+        else
+          checks.fail("bad meta refused",
+                      "launch " + std::to_string(launch) + " failed (" +
+                          loomrt_status_name(e.status()) +
+                          ") without naming a refused value: " + why);
+      }
+      launched = false;
+      break;
     }
     try {
       launchMs.push_back(double(session.launch()) * 1e-6);

@@ -80,6 +80,18 @@ struct RunOptions {
   /// report (Trace.h). Needs a profiled program (loomrt_program_profiled:
   /// host programs always are; GPU artifacts with loomc --profile).
   std::string tracePath;
+
+  /// --set-meta NAME[I]=V: after each launch's inputs are written, entry I
+  /// of meta buffer NAME becomes V. Such a run checks that the program
+  /// refuses bad meta values: it passes when the first launch fails with a
+  /// task that says what it refused (kernels/common/MetaGuard.h), and
+  /// fails when the launch succeeds or fails some other way.
+  struct MetaEdit {
+    std::string buffer;
+    int64_t index = 0;
+    int64_t value = 0;
+  };
+  std::vector<MetaEdit> metaEdits;
 };
 
 /// min / median / p90 / mean of a set of times, in ms.

@@ -67,6 +67,10 @@ public:
   HostTensor download(const std::string &name, int32_t elem,
                       std::vector<int64_t> dims, size_t offsetBytes = 0);
 
+  /// Overwrites entry `index` of meta buffer `name` (i32 or i64) with
+  /// `value`; throws unless the entry is within the buffer's binding.
+  void setMeta(const std::string &name, int64_t index, int64_t value);
+
   /// Binds at `dims` (after checking each dynamic dim against its bound);
   /// empty `dims` binds a static buffer at its declared dims.
   void bind(const std::string &name, const std::vector<int64_t> &dims = {});

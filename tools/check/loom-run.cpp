@@ -4,7 +4,7 @@
 //            [--kv-lens 1,17,40] [--seq-lens 1,63,200] [--layers N]
 //            [--device host] [--watchdog-ms N] [--check=oracle|none]
 //            [--bench N [--rotate K] [--warmup N] [--warmup-ms MS]]
-//            [--trace FILE.json]
+//            [--trace FILE.json] [--set-meta NAME[I]=V ...]
 //   loom-run --probe-device KIND
 //
 // Loads the spec, applies --layers (decoder: must match what the program was
@@ -62,6 +62,9 @@ const char *kUsage =
     "  --warmup-ms MS    ... and at least MS ms of them (default 200)\n"
     "  --rotate K        bench: cycle the inputs, caches and meta buffers\n"
     "                    through K copies so the L2 does not hold them\n"
+    "  --set-meta NAME[I]=V  after writing each launch's inputs, set entry I\n"
+    "                    of meta buffer NAME to V (repeatable): the run then\n"
+    "                    passes when the launch fails naming a refused value\n"
     "  --trace FILE      write the last launch's per-task timing as Chrome\n"
     "                    trace JSON and print a summary per (op, phase)\n"
     "                    (host programs; GPU artifacts built with --profile)\n"
@@ -186,6 +189,17 @@ int main(int argc, char **argv) {
         options.rotate = int(parseInt(value, name));
         if (options.rotate < 1)
           usage("'--rotate' must be >= 1");
+      } else if (name == "--set-meta") {
+        // NAME[I]=V
+        const size_t open = value.find('['), close = value.find("]=");
+        if (open == std::string::npos || open == 0 ||
+            close == std::string::npos || close < open)
+          usage("'--set-meta' takes NAME[INDEX]=VALUE, got '" + value + "'");
+        loom::check::RunOptions::MetaEdit edit;
+        edit.buffer = value.substr(0, open);
+        edit.index = parseInt(value.substr(open + 1, close - open - 1), name);
+        edit.value = parseInt(value.substr(close + 2), name);
+        options.metaEdits.push_back(edit);
       } else if (name == "--trace") {
         if (value.empty())
           usage("'--trace' needs a file name");

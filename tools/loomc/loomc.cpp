@@ -142,6 +142,14 @@ cl::opt<int64_t> l2Prefetch(
              "the H200; default 0: none)"),
     cl::init(0), cl::cat(loomcCategory));
 
+cl::opt<bool> trustMeta(
+    "trust-meta",
+    cl::desc("Leave out the bodies' checks of the run-time meta values (page "
+             "ids, kv_indptr, kv_lens, slot_mapping, cu_seqlens), for callers "
+             "that validate them: a bad value then reads or writes out of "
+             "bounds. Default: checked, a bad value fails the launch naming it"),
+    cl::init(false), cl::cat(loomcCategory));
+
 cl::opt<uint64_t> seed("seed", cl::desc("--run: random seed (default: fresh, printed)"),
                        cl::init(0), cl::cat(loomcCategory));
 cl::opt<int> launches("launches", cl::desc("--run: launches in a row"),
@@ -458,16 +466,19 @@ int main(int argc, char **argv) {
   kernelInfo.profile = profileTasks;
   kernelInfo.shareTileFunctions = shareTileFunctions;
   kernelInfo.prefetchBudget = l2Prefetch;
+  kernelInfo.trustMeta = trustMeta;
   if (needsCode) {
     graph = *module->getOps<mlir::loom::GraphOp>().begin();
     std::string source;
     if (mlir::failed(gpu ? gpu->emitKernel(graph, source, kernelInfo)
-                         : mlir::loom::emitHostProgram(graph, source)))
+                         : mlir::loom::emitHostProgram(graph, source,
+                                                       trustMeta)))
       return fail("code emission failed (diagnostics above)");
     outputs.files.push_back({stem + (gpu ? gpu->sourceExt : ".cpp"), source});
     if (emitKind == Emit::Artifact) {
       auto table = mlir::loom::TaskTable::build(graph);
       json::Object metadata = table->metadataJson();
+      metadata["meta_checks"] = !trustMeta;
       if (gpu)
         metadata["launch"] = json::Object{
             {"kernel", kernelInfo.kernelName},

@@ -36,11 +36,20 @@
 // row groups; 66 KB at D = 128, 8 heads; less: the plain path); the others
 // use only a few words of static LDS.
 //
+// Meta values (kernels/common/MetaGuard.h, as the NVIDIA bodies): kvAppend
+// refuses a slot past the `numPages` pages of the caches (negative: padding,
+// skipped) and writes nothing for it; gqaDecodeSplit checks its request's
+// kv_indptr / kv_lens (pagedRequest: a refused request reads no token) and
+// every page id it loads (CheckedPages: a compare and a select per id, a
+// refused id reads page 0 and is recorded once at the end of the split). A
+// refused value fails the task (Interpreter.h).
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_AMD_GFX950_DECODERBODIES_H
 #define LOOM_KERNELS_AMD_GFX950_DECODERBODIES_H
 
 #include "kernels/amd/HipDevice.h"
+#include "kernels/amd/MetaFault.h"
 #include "kernels/common/GqaSplits.h"
 
 #include <cstdint>
@@ -647,19 +656,19 @@ __device__ __forceinline__ int32_t rope(const TX *x, const TPos *positions,
 
 /// Copies token t's K row [Hkv, D] and V row [Hkv, Dv] to page
 /// slotMapping[t] / P, slot slotMapping[t] % P of the [pages, P, Hkv, D|Dv]
-/// caches; a negative slot (padding token) is skipped.
+/// caches; a negative slot (padding token) is skipped, a slot past the
+/// `numPages` pages refused (MetaGuard.h) and nothing written for it.
 template <int kThreads, typename TK, typename TV, typename TSlot, typename TKC,
           typename TVC>
-__device__ __forceinline__ int32_t kvAppend(const TK *k, const TV *v,
-                                            const TSlot *slotMapping,
-                                            TKC *kCache, TVC *vCache,
-                                            int64_t Hkv, int64_t D, int64_t Dv,
-                                            int64_t P, int64_t t0, int64_t t1,
-                                            char *lds) {
+__device__ __forceinline__ int32_t
+kvAppend(const TK *k, const TV *v, const TSlot *slotMapping, TKC *kCache,
+         TVC *vCache, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
+         int64_t numPages, int64_t t0, int64_t t1, char *lds) {
   (void)lds;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t slot = int64_t(slotMapping[t]);
-    if (slot < 0)
+    if (slot < 0 ||
+        !writableIndex(slotMapping + t, numPages * P, LOOM_META_SLOT))
       continue;
     const int64_t page = slot / P, inPage = slot % P;
     detail::copyRow<kThreads>(k + t * Hkv * D,
@@ -715,10 +724,10 @@ template <int kG> constexpr int kGqaUnroll = kG >= 8 ? 2 : 4;
 /// batches of kG (the group size rounded up to 1, 2, 4 or 8).
 template <typename TQ, typename TK, typename TV, typename TInd>
 struct GqaFastArgs {
-  const TQ *q;       ///< q[b, h0, :], heads D apart
-  const TK *k;       ///< kCache + hk * D
-  const TV *v;       ///< vCache + hk * D
-  const TInd *pages; ///< this request's page ids
+  const TQ *q;              ///< q[b, h0, :], heads D apart
+  const TK *k;              ///< kCache + hk * D
+  const TV *v;              ///< vCache + hk * D
+  CheckedPages<TInd> pages; ///< this request's page ids, checked as read
   float *out;        ///< workspace + (task's first row) * D, heads D apart
   float *lse;        ///< lse partials + task's first row, heads 1 apart
   int64_t rowStride; ///< Hkv * D elements per token row
@@ -890,16 +899,25 @@ gqaSplitFastGroup(const GqaFastArgs<TQ, TK, TV, TInd> &a, char *lds) {
     gqaSplitFast<kThreads, kL, 8>(a, lds);
 }
 
+/// CheckedPages::report, forced inline: the compiler left the member
+/// function out of line, and a call brings the stack ABI and scratch.
+template <typename TInd>
+__device__ __forceinline__ void
+reportPages(const CheckedPages<TInd> &pages, int64_t from, int64_t to) {
+  if (kCheckMeta && pages.bad)
+    reportBadPage(pages.ids, from, to, pages.numPages);
+}
+
 /// Plain split (any D, Dv, types): a wave per query head, lanes over dims,
 /// tokens in order; the running output lives in the head's own workspace
 /// row (each element owned by one lane), as in the host body.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
 __device__ __forceinline__ void
 gqaSplitPlain(const TQ *q, const TK *kCache, const TV *vCache,
-              const TInd *pages, float *workspace, float *lsePart, int64_t Hq,
-              int64_t Hkv, int64_t D, int64_t Dv, int64_t P, float smScale,
-              int64_t b, int64_t hk, int64_t slot0, int64_t tBegin,
-              int64_t tEnd) {
+              const CheckedPages<TInd> &pages, float *workspace,
+              float *lsePart, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+              int64_t P, float smScale, int64_t b, int64_t hk, int64_t slot0,
+              int64_t tBegin, int64_t tEnd) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   const int lane = am::laneId();
   const int64_t group = Hq / Hkv;
@@ -912,7 +930,7 @@ gqaSplitPlain(const TQ *q, const TK *kCache, const TV *vCache,
       acc[d] = 0.f;
     float m = am::kNegInf, l = 0.f;
     for (int64_t t = tBegin; t < tEnd; ++t) {
-      const int64_t row = (int64_t(pages[t / P]) * P + t % P) * Hkv + hk;
+      const int64_t row = (pages[t / P] * P + t % P) * Hkv + hk;
       float part = 0.f;
       for (int64_t d = lane; d < D; d += 64)
         part += am::ldF(qh, d) * am::ldF(kCache, row * D + d);
@@ -950,13 +968,17 @@ gqaWorkspaceFloats(int64_t maxBatch, int64_t S, int64_t Hq, int64_t D) {
 /// the KV head gqaSplitTask picks attend to its token range of its request
 /// (token t in page kvIndices[kvIndptr[r] + t/P], slot t % P) and write
 /// workspace rows n * group onwards. Tasks past the batch's share do nothing.
+/// Every request has a split task, which checks its meta values
+/// (MetaGuard.h: `numIndices` entries of kv_indices, page ids below
+/// `numPages`); a refused request reads no token.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
 __device__ __forceinline__ int32_t gqaDecodeSplit(
     const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
     const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
-    int64_t S, float smScale, int64_t b, int64_t hk, int64_t s, char *lds) {
+    int64_t numPages, int64_t numIndices, int64_t S, float smScale, int64_t b,
+    int64_t hk, int64_t s, char *lds) {
   const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
   // Every thread computes the same mapping: the branches stay block-uniform.
   const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
@@ -964,8 +986,16 @@ __device__ __forceinline__ int32_t gqaDecodeSplit(
     return am::kBodyOk;
   b = task.b;
   hk = task.hk;
-  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
-  const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
+  const PagedRequest req = pagedRequest(kvIndptr, kvLens, b, numIndices, P);
+  const bool refused = task.tEnd > req.len;
+  const int64_t tBegin = refused ? 0 : task.tBegin;
+  const int64_t tEnd = refused ? 0 : task.tEnd;
+  const CheckedPages<TInd> pages{kvIndices + req.first, numPages};
+  // The ids the split reads, those of its tokens: a refused one reads as
+  // page 0 (a select in the token loop) and is recorded by report() at the
+  // end (MetaGuard.h).
+  const int64_t idFrom = tBegin / P;
+  const int64_t idTo = tEnd > tBegin ? (tEnd - 1) / P + 1 : idFrom;
   const int64_t group = Hq / Hkv;
   const int64_t slot0 = n * group;
   float *lsePart = workspace + numTasks * group * Dv;
@@ -994,11 +1024,13 @@ __device__ __forceinline__ int32_t gqaDecodeSplit(
       detail::gqaSplitFastGroup<kThreads, 16>(a, lds);
     else
       detail::gqaSplitFastGroup<kThreads, 32>(a, lds);
+    detail::reportPages(a.pages, idFrom, idTo); // this thread's ids: a's
     return am::kBodyOk;
   }
   detail::gqaSplitPlain<kThreads>(q, kCache, vCache, pages, workspace, lsePart,
                                   Hq, Hkv, D, Dv, P, smScale, b, hk, slot0,
                                   tBegin, tEnd);
+  detail::reportPages(pages, idFrom, idTo);
   return am::kBodyOk;
 }
 
@@ -1110,6 +1142,7 @@ __device__ __forceinline__ bool embedding(const TT *table, const TId *ids,
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t id = int64_t(ids[b]);
     if (id < 0 || id >= vocab) {
+      recordMetaFault(ids + b, id, LOOM_META_TOKEN_ID);
       ok = false;
       for (int64_t i = am::threadId(); i < D; i += kThreads)
         am::stF(y, b * D + i, 0.f);

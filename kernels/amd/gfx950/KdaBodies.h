@@ -54,6 +54,7 @@
 #define LOOM_KERNELS_AMD_GFX950_KDABODIES_H
 
 #include "kernels/amd/HipDevice.h"
+#include "kernels/amd/MetaFault.h"
 #include "kernels/host/KdaBodies.h"
 
 #include <cstdint>
@@ -79,6 +80,23 @@ using KdaGate = host::KdaGate;
 // One copy for every target (32-bit counts on the device):
 // kernels/common/KdaChunks.h.
 using namespace ::loom::kda;
+
+/// kda::kdaCheckedChunks (the check of cu_seqlens the emitted tile functions
+/// make before a body; -1 when refused, and the tile returns) as a
+/// workgroup-uniform scalar. Every lane reads the same cu_seqlens, but
+/// through a generic pointer, which the compiler takes for divergent: the
+/// emitted `if (chunks < 0) return` then became a divergent branch around
+/// the whole body, whose saved exec mask spilled 2 SGPRs to VGPR lanes in
+/// the KDA programs. The emitted call loom::gfx950::kdaCheckedChunks finds
+/// this one (a name declared in the namespace hides those its using
+/// directive brings).
+__device__ __forceinline__ int64_t kdaCheckedChunks(const int32_t *cu,
+                                                    int64_t N, int64_t C,
+                                                    int64_t numTokens,
+                                                    int64_t maxChunks) {
+  return am::uniform64(
+      ::loom::kda::kdaCheckedChunks(cu, N, C, numTokens, maxChunks));
+}
 
 //===----------------------------------------------------------------------===//
 // LDS

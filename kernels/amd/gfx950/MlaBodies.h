@@ -33,11 +33,20 @@
 // chunks). The merge computes a request's per-(head, piece) weights once
 // into LDS, then sums 4 dims per thread with 16-byte loads and FMAs.
 //
+// Meta values (kernels/common/MetaGuard.h, as the NVIDIA bodies): every
+// task maps the slots from the requests' checked lengths (mlaLen: 0 for a
+// request whose kv_indptr / kv_lens pagedRequest refuses), so split and
+// merge agree and a refused request reads no page id; every split task
+// checks every request (mlaCheckedTotal), so the fault is recorded whatever
+// the slot. Page ids are checked where they become cache rows (one 32-bit
+// compare per loaded id; a refused id reads page 0 and fails the task).
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_AMD_GFX950_MLABODIES_H
 #define LOOM_KERNELS_AMD_GFX950_MLABODIES_H
 
 #include "kernels/amd/HipDevice.h"
+#include "kernels/amd/MetaFault.h"
 #include "kernels/host/MlaBodies.h"
 
 #include <cstdint>
@@ -110,7 +119,71 @@ template <typename T> struct MlaDev {
   const T *qNope, *qPe, *ckv, *kpe;
   int H, Dc, Dp, P;
   float smScale;
+  uint32_t numPages; ///< page ids below it are valid (mlaPageLimit)
 };
+
+/// The caches' pages as a bound for int32 page ids: a negative id, as
+/// uint32_t, is >= 2^31 >= the bound, so one unsigned compare checks both
+/// ends.
+__device__ __forceinline__ uint32_t mlaPageLimit(int64_t numPages) {
+  return uint32_t(imax(0, imin(numPages, int64_t(1) << 31)));
+}
+
+/// The cache row of request token `tok` (pages: the request's page ids, P
+/// the page size); a page id at or past `numPages` is refused (MetaGuard.h)
+/// and page 0 read instead.
+__device__ __forceinline__ int64_t mlaRow(const int32_t *pages, int tok, int P,
+                                          uint32_t numPages) {
+  const int32_t *at = pages + tok / P;
+  int32_t page = *at;
+  if (kCheckMeta && uint32_t(page) >= numPages) {
+    recordMetaFault(at, page, LOOM_META_PAGE_ID);
+    page = 0;
+  }
+  return int64_t(page) * P + tok % P;
+}
+
+/// Request b's page ids and tokens (pagedRequest: no tokens when refused).
+template <typename T>
+__device__ __forceinline__ PagedRequest mlaRequest(const MlaParams<T> &p,
+                                                   int64_t b) {
+  return pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize);
+}
+
+/// Request b's tokens as every task's mapping of the slots counts them: 0
+/// when its meta values are refused.
+template <typename T>
+__device__ __forceinline__ int64_t mlaLen(const MlaParams<T> &p, int64_t b) {
+  return mlaRequest(p, b).len;
+}
+
+/// The sum of mlaLen over the batch (replaces mlaTotalTokens). Every task
+/// runs it over the whole batch, so the common case stays a branch-free
+/// reduction whose loads the compiler can issue together (as
+/// mlaTotalTokens's were): it only tests pagedRequest's rules; a batch
+/// that breaks one takes the exact sum through mlaLen, which records the
+/// fault. The test must be at least as strict as pagedRequest's (a batch it
+/// accepts has mlaLen = kv_lens for every request). loomc --trust-meta:
+/// the plain sum, as mlaLen's.
+template <typename T>
+__device__ __forceinline__ int64_t mlaCheckedTotal(const MlaParams<T> &p) {
+  const int64_t numIndices = p.numIndices, P = p.pageSize;
+  int64_t total = 0;
+  bool refused = false;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t first = p.kvIndptr[b], end = p.kvIndptr[b + 1];
+    const int64_t len = p.kvLens[b];
+    refused |= (uint64_t(first) > uint64_t(numIndices)) | (end < first) |
+               (end > numIndices) | (len < 0) | (len > (end - first) * P);
+    total += len;
+  }
+  if (kCheckMeta && __builtin_expect(refused, false)) {
+    total = 0;
+    for (int64_t b = 0; b < p.batch; ++b)
+      total += mlaLen(p, b);
+  }
+  return total;
+}
 
 /// The MFMA split of one piece: request b's local tokens [tokBegin,
 /// tokEnd), all heads, into the piece's partial_o rows and lse. `pages`:
@@ -136,13 +209,12 @@ mlaSplitPieceMfma(const MlaDev<T> &d, const int32_t *pages, int tokBegin,
   const int nTiles = (len + kMlaTile - 1) / kMlaTile;
   const float scale2 = d.smScale * am::kLog2e;
   // KV row index (page * P + slot) of tile token r of tile `it`; -1 past
-  // the piece. Threads 0..63, one token each.
+  // the piece. Threads 0..63, one token each; the page id is checked.
   auto rowOf = [&](int it, int r, int pg) -> int64_t {
     const int t = it * kMlaTile + r;
     if (t >= len)
       return -1;
-    const int tok = tokBegin + t;
-    return int64_t(pages[tok / pg]) * pg + tok % pg;
+    return mlaRow(pages, tokBegin + t, pg, d.numPages);
   };
   // This thread's 18 16-byte chunks of a tile, from the rows in sRow: 16 of
   // the ckv part (chunk c = tid + 256 q, q < 16: row c / 64, chunk c % 64)
@@ -368,7 +440,7 @@ mlaSplitPiecePlain(const MlaDev<T> &d, const int32_t *pages, int tokBegin,
     am::opaque(nDc);
     am::opaque(nDp);
     am::opaque(nP);
-    const int64_t row = int64_t(pages[t / nP]) * nP + t % nP;
+    const int64_t row = mlaRow(pages, t, nP, d.numPages);
     am::syncThreads(); // the previous row's readers are done
     for (int dd = tid; dd < nDc; dd += kThreads)
       kc[dd] = am::ldF(d.ckv, row * nDc + dd);
@@ -435,7 +507,8 @@ mlaSplitPlainLdsBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
 
 /// Phase 0 task `slot` of `numSlots`: partial_o / partial_lse of every
 /// piece (slot, b) at piece index slot + b, nothing else (nothing at all
-/// when slot >= E). `minSlotTokens` must match the merge's.
+/// when slot >= E). `minSlotTokens` must match the merge's. The slots count
+/// the requests' checked lengths (detail::mlaLen), which every task checks.
 template <int kThreads, typename T>
 __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                                             int64_t numSlots, float *partialO,
@@ -443,7 +516,7 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                                             int64_t minSlotTokens =
                                                 kMlaMinSlotTokens) {
   const MlaSlots slots =
-      mlaSlots(mlaTotalTokens(p.kvLens, p.batch), numSlots, minSlotTokens);
+      mlaSlots(detail::mlaCheckedTotal(p), numSlots, minSlotTokens);
   if (slot >= slots.active)
     return am::kBodyOk;
   const int64_t mineBegin = slots.begin(slot);
@@ -455,10 +528,12 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                    mlaSplitPlainLdsBytes(p.numHeads, p.dimCkv, p.dimKpe))
     return am::kBodyLdsTooSmall;
   const int H = int(p.numHeads), Dc = int(p.dimCkv), Dp = int(p.dimKpe);
-  // Walk the prefix sum of kv_lens until past this slot (the host's loop).
+  // Walk the prefix sum of the checked kv_lens until past this slot (the
+  // host's loop).
   int64_t reqBegin = 0;
   for (int b = 0; b < int(p.batch) && reqBegin < mineEnd; ++b) {
-    const int64_t reqEnd = reqBegin + p.kvLens[b];
+    const PagedRequest req = detail::mlaRequest(p, b);
+    const int64_t reqEnd = reqBegin + req.len;
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
@@ -474,7 +549,8 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                           Dc,
                           Dp,
                           int(p.pageSize),
-                          p.smScale};
+                          p.smScale,
+                          detail::mlaPageLimit(p.numPages)};
       // Per-iteration sizes: nothing the piece derives from them is hoisted
       // out of this loop (am::opaque).
       am::opaque(d.H);
@@ -482,7 +558,7 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
       am::opaque(d.Dp);
       am::opaque(d.P);
       am::opaque(d.smScale);
-      const int32_t *pages = am::toVgpr(p.kvIndices + p.kvIndptr[b]);
+      const int32_t *pages = am::toVgpr(p.kvIndices + req.first);
       const int tb = int(begin - reqBegin), te = int(end - reqBegin);
       if constexpr (kThreads == 256 && am::kIs16Bit<T>) {
         if (mfma) {
@@ -632,7 +708,7 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
   if (have < uint32_t(mlaMergeMinLdsBytes(p.numHeads)))
     return am::kBodyLdsTooSmall;
   const MlaSlots slots =
-      mlaSlots(mlaTotalTokens(p.kvLens, p.batch), numSlots, minSlotTokens);
+      mlaSlots(detail::mlaCheckedTotal(p), numSlots, minSlotTokens);
   float *sLseNat = reinterpret_cast<float *>(lds);
   float *sWeight = sLseNat + p.numHeads;
   // Pieces whose weights fit at once (>= 1 by the check above).
@@ -642,7 +718,7 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
       mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
   int64_t reqBegin = 0;
   for (int b = 0; b < int(p.batch); ++b) {
-    const int64_t reqEnd = reqBegin + p.kvLens[b];
+    const int64_t reqEnd = reqBegin + detail::mlaLen(p, b); // the split's
     if (MlaMergeSplit::owns(int64_t(b) * split.chunks, task, numMergeTasks)) {
       int H = int(p.numHeads), Dc = int(p.dimCkv);
       am::opaque(H); // per request: see am::opaque

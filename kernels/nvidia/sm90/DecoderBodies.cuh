@@ -33,6 +33,7 @@
 #define LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
 
 #include "kernels/common/GqaSplits.h"
+#include "kernels/nvidia/MetaFault.cuh"
 #include "kernels/nvidia/Numerics.cuh"
 #include "kernels/nvidia/sm90/LinearRing.cuh"
 
@@ -726,19 +727,19 @@ __device__ __noinline__ int32_t rope(const TX *x, const TPos *positions, TY *y, 
 
 /// Tokens [t0, t1): K row [Hkv, D] and V row [Hkv, Dv] of token t go to slot
 /// slotMapping[t] of the [pages, P, Hkv, D|Dv] caches; negative slots are
-/// padding and skipped.
+/// padding and skipped, slots past the `numPages` pages refused.
 template <int kThreads, typename TK, typename TV, typename TSlot, typename TKC,
           typename TVC>
 __device__ __noinline__ int32_t kvAppend(const TK *k, const TV *v, const TSlot *slotMapping,
                             TKC *kCache, TVC *vCache, int64_t Hkv, int64_t D,
-                            int64_t Dv, int64_t P, int64_t t0, int64_t t1,
-                            char *smem) {
+                            int64_t Dv, int64_t P, int64_t numPages, int64_t t0,
+                            int64_t t1, char *smem) {
   for (int64_t t = t0; t < t1; ++t) {
-    const int64_t slot = int64_t(slotMapping[t]);
-    if (slot < 0)
+    // page slot / P, entry slot % P; a slot past the caches is refused
+    // (MetaGuard.h) and nothing written.
+    const int64_t row = int64_t(slotMapping[t]);
+    if (row < 0 || !writableIndex(slotMapping + t, numPages * P, LOOM_META_SLOT))
       continue;
-    const int64_t row = slot; // page slot / P, entry slot % P
-    (void)P;
     detail::copyRow<kThreads>(k + t * Hkv * D, kCache + row * Hkv * D, Hkv * D);
     detail::copyRow<kThreads>(v + t * Hkv * Dv, vCache + row * Hkv * Dv,
                               Hkv * Dv);
@@ -819,7 +820,7 @@ __device__ __forceinline__ void gqaLoadQ(const TQ *q, int64_t D, int64_t nh,
 template <int kThreads, int kLpr, int kG, typename TQ, typename TK,
           typename TV, typename TInd>
 __device__ void gqaSplitStaged(const TQ *q, const TK *kCache, const TV *vCache,
-                               const TInd *pages, float *oPart, float *lsePart,
+                               const CheckedPages<TInd> &pages, float *oPart, float *lsePart,
                                int64_t Hq, int64_t Hkv, int64_t D, int64_t P,
                                float smScale, int64_t b, int64_t hk, int64_t h0,
                                int64_t nh, int64_t slotRow, int64_t tBegin,
@@ -999,7 +1000,7 @@ __device__ void gqaSplitStaged(const TQ *q, const TK *kCache, const TV *vCache,
 template <int kThreads, int kLpr, int kG, typename TQ, typename TK, typename TV,
           typename TInd>
 __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
-                             const TInd *pages, float *oPart, float *lsePart,
+                             const CheckedPages<TInd> &pages, float *oPart, float *lsePart,
                              int64_t Hq, int64_t Hkv, int64_t D, int64_t P,
                              float smScale, int64_t b, int64_t hk, int64_t h0,
                              int64_t nh, int64_t slotRow, int64_t tBegin,
@@ -1138,7 +1139,7 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
 /// mod 32, so no lane reads another's accumulator).
 template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
 __device__ void gqaSplitGeneric(const TQ *q, const TK *kCache, const TV *vCache,
-                                const TInd *pages, float *oPart, float *lsePart,
+                                const CheckedPages<TInd> &pages, float *oPart, float *lsePart,
                                 int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
                                 int64_t P, float smScale, int64_t b, int64_t hk,
                                 int64_t hBegin, int64_t hEnd, int64_t slotRow,
@@ -1185,7 +1186,7 @@ template <int kThreads, int kLpr, typename TQ, typename TK, typename TV,
           typename TInd>
 __device__ void
 gqaSplitGroup(const TQ *q, const TK *kCache, const TV *vCache,
-              const TInd *pages, float *oPart, float *lsePart, int64_t Hq,
+              const CheckedPages<TInd> &pages, float *oPart, float *lsePart, int64_t Hq,
               int64_t Hkv, int64_t D, int64_t P, float smScale, int64_t b,
               int64_t hk, int64_t h0, int64_t nh, int64_t slotRow,
               int64_t tBegin, int64_t tEnd, bool staged, char *smem) {
@@ -1227,7 +1228,8 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
     const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
-    int64_t S, float smScale, int64_t b, int64_t hk, int64_t s, char *smem) {
+    int64_t numPages, int64_t numIndices, int64_t S, float smScale, int64_t b,
+    int64_t hk, int64_t s, char *smem) {
   const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
   // Every thread computes the same mapping (a few passes over kv_lens), so
   // the branches below stay block-uniform.
@@ -1236,9 +1238,16 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     return nv::kBodyOk;
   b = task.b;
   hk = task.hk;
-  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
+  // Every request has a split task, which checks its meta values
+  // (MetaGuard.h); a refused one reads no token.
+  const PagedRequest req = pagedRequest(kvIndptr, kvLens, b, numIndices, P);
+  const bool refused = task.tEnd > req.len;
+  const int64_t tBegin = refused ? 0 : task.tBegin;
+  const int64_t tEnd = refused ? 0 : task.tEnd;
   const int64_t group = Hq / Hkv;
-  const TInd *pages = kvIndices + int64_t(kvIndptr[b]);
+  const CheckedPages<TInd> pages{kvIndices + req.first, numPages};
+  // The ids the split reads, those of its tokens: report() at its end.
+  const int64_t idFrom = tBegin / P, idTo = tEnd > tBegin ? (tEnd - 1) / P + 1 : 0;
   float *oPart = workspace;
   float *lsePart = workspace + numTasks * group * Dv;
   // Row of absolute head h is slotRow + h: rows n * group .. + group - 1.
@@ -1251,6 +1260,7 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     detail::gqaSplitGeneric<kThreads>(
         q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, Dv, P, smScale, b,
         hk, hk * group, (hk + 1) * group, slotRow, tBegin, tEnd);
+    pages.report(idFrom, idTo);
     return nv::kBodyOk;
   }
   const bool staged = detail::kIs16Bit<TK> && detail::kIs16Bit<TV> &&
@@ -1271,6 +1281,7 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
           q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
           hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
   }
+  pages.report(idFrom, idTo);
   return nv::kBodyOk;
 }
 
@@ -1415,6 +1426,7 @@ __device__ __noinline__ bool embedding(const TT *table, const TId *ids, TY *y, i
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t id = int64_t(ids[b]);
     if (id < 0 || id >= vocab) {
+      recordMetaFault(ids + b, id, LOOM_META_TOKEN_ID);
       detail::fillRow<kThreads>(y + b * D, D, 0.f);
       ok = false;
       continue;

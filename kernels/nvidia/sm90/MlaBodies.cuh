@@ -48,6 +48,7 @@
 
 #include "kernels/host/MlaBodies.h"
 #include "kernels/nvidia/Atomics.cuh"
+#include "kernels/nvidia/MetaFault.cuh"
 #include "kernels/nvidia/Numerics.cuh"
 
 #include <cstdint>
@@ -107,10 +108,13 @@ __device__ __forceinline__ uint32_t packPair(float lo, float hi) {
 struct MlaPageMap {
   const int32_t *pages; ///< the request's page ids (kv_indices + indptr[b])
   int64_t size;         ///< P
+  int64_t numPages;     ///< pages of the caches
   int shift;            ///< log2(P) when P is a power of two, else -1
+  /// A page id past the caches was read (as page 0): reportBad() records it.
+  mutable bool bad = false;
 
-  __device__ MlaPageMap(const int32_t *pages, int64_t size)
-      : pages(pages), size(size), shift(-1) {
+  __device__ MlaPageMap(const int32_t *pages, int64_t size, int64_t numPages)
+      : pages(pages), size(size), numPages(numPages), shift(-1) {
     if ((size & (size - 1)) == 0)
       for (shift = 0; (int64_t(1) << shift) < size; ++shift) {
       }
@@ -118,10 +122,23 @@ struct MlaPageMap {
   __device__ __forceinline__ int64_t pageIndex(int64_t tok) const {
     return shift >= 0 ? tok >> shift : tok / size;
   }
-  /// The cache row of `tok` given its page id (loaded ahead of time).
+  /// The cache row of `tok` given its page id (loaded ahead of time); a
+  /// page id past the caches reads page 0 and sets `bad` (MetaGuard.h:
+  /// a select in the copy loop, the report once at the piece's end).
   __device__ __forceinline__ int64_t row(int64_t tok, int32_t page) const {
     const int64_t off = shift >= 0 ? (tok & (size - 1)) : tok % size;
+    if (kCheckMeta) {
+      const bool ok = uint64_t(uint32_t(page)) < uint64_t(numPages);
+      bad = bad || !ok;
+      page = ok ? page : 0;
+    }
     return int64_t(page) * size + off;
+  }
+  /// Records the first refused id of tokens [tokBegin, tokEnd), if any.
+  __device__ void reportBad(int64_t tokBegin, int64_t tokEnd) const {
+    if (kCheckMeta && bad)
+      reportBadPage(pages, pageIndex(tokBegin), pageIndex(tokEnd - 1) + 1,
+                    numPages);
   }
 };
 
@@ -298,7 +315,7 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
   const T *qNope = params.qNope, *qPe = params.qPe;
   const T *ckv = params.ckvCache, *kpe = params.kpeCache;
   const int64_t H = params.numHeads;
-  const MlaPageMap map(pages, params.pageSize);
+  const MlaPageMap map(pages, params.pageSize, params.numPages);
   const int64_t len = tokEnd - tokBegin;
   const int64_t nTiles = ceilDiv(len, kMlaTile);
   const float scale2 = params.smScale * nv::kLog2e;
@@ -392,6 +409,7 @@ __device__ void mlaSplitPieceFast(const MlaParams<T> &params, int64_t b,
     mlaStorePiece<T>(acc, hg, nh, pieceO, pieceLse, out, outLse, sM, sL);
     __syncthreads(); // Q and the stats are rewritten by the next group
   }
+  map.reportBad(tokBegin, tokEnd);
 }
 
 /// Plain split of one piece (any shape / type): a KV row at a time in
@@ -410,6 +428,7 @@ __device__ void mlaSplitPieceGeneric(const MlaParams<T> &p, int64_t b,
   const T *qNope = p.qNope + b * H * Dc;
   const T *qPe = p.qPe + b * H * Dp;
   const int32_t *pages = p.kvIndices + p.kvIndptr[b];
+  const int64_t numPages = p.numPages;
 
   for (int64_t i = threadIdx.x; i < H * Dc; i += kThreads)
     acc[i] = 0.f;
@@ -418,7 +437,8 @@ __device__ void mlaSplitPieceGeneric(const MlaParams<T> &p, int64_t b,
     sL[h] = 0.f;
   }
   for (int64_t t = tokBegin; t < tokEnd; ++t) {
-    const int64_t row = int64_t(pages[t / P]) * P + t % P;
+    const int64_t row =
+        checkedIndex(pages + t / P, numPages, LOOM_META_PAGE_ID) * P + t % P;
     __syncthreads(); // the previous row's readers are done
     for (int64_t d = threadIdx.x; d < Dc; d += kThreads)
       kc[d] = nv::ldF(p.ckvCache, row * Dc + d);
@@ -469,17 +489,35 @@ __device__ bool mlaUseFastSplit(const MlaParams<T> &p) {
          nv::isAligned16(p.kpeCache) && nv::dynamicSmemBytes() >= kMlaSmemFast;
 }
 
+/// Request b's tokens, 0 when its meta values are refused (pagedRequest):
+/// what every task's mapping of the slots counts.
+template <typename T>
+__device__ __forceinline__ int64_t mlaLen(const MlaParams<T> &p, int64_t b) {
+  return pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize).len;
+}
+
+/// The sum of mlaLen over the batch.
+template <typename T>
+__device__ int64_t mlaCheckedTotal(const MlaParams<T> &p) {
+  int64_t total = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    total += mlaLen(p, b);
+  return total;
+}
+
 /// The requests' token offsets, sPrefix[b] = kv_lens[0] + ... + kv_lens[b-1]
 /// for b <= batch, computed by the whole block in shared memory, and their
 /// first page ids' places sIndptr[b] = kv_indptr[b] for b < batch. Walking
 /// the requests through global memory costs one dependent load (~0.5-1 us)
 /// per request on every task, and kv_indptr[b] one more before a piece's
 /// page ids; here each thread loads its share at once, with the same round
-/// trip. `sScan` holds kThreads / 32 int64s.
-template <int kThreads>
-__device__ void mlaPrefixToSmem(const int32_t *kvLens, const int32_t *kvIndptr,
-                                int64_t batch, int64_t *sPrefix,
+/// trip. `sScan` holds kThreads / 32 int64s. The requests' meta values are
+/// checked here (mlaLen: a refused request has no tokens), so every task
+/// checks them all.
+template <int kThreads, typename T>
+__device__ void mlaPrefixToSmem(const MlaParams<T> &p, int64_t *sPrefix,
                                 int64_t *sScan, int32_t *sIndptr) {
+  const int64_t batch = p.batch;
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t per = ceilDiv(batch, int64_t(kThreads));
@@ -487,8 +525,10 @@ __device__ void mlaPrefixToSmem(const int32_t *kvLens, const int32_t *kvIndptr,
   const int64_t hi = imin(lo + per, batch);
   int64_t mine = 0;
   for (int64_t b = lo; b < hi; ++b) {
-    mine += kvLens[b];
-    sIndptr[b] = kvIndptr[b];
+    const PagedRequest r =
+        pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize);
+    mine += r.len;
+    sIndptr[b] = int32_t(r.first);
   }
   // Inclusive scan of `mine` over the block: warps, then warp totals.
   int64_t inc = mine;
@@ -509,7 +549,10 @@ __device__ void mlaPrefixToSmem(const int32_t *kvLens, const int32_t *kvIndptr,
   int64_t run = before + inc - mine; // exclusive prefix of this chunk
   for (int64_t b = lo; b < hi; ++b) {
     sPrefix[b] = run;
-    run += kvLens[b];
+    // The values above, again (L1 hits), already checked and recorded.
+    run += pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize,
+                        /*record=*/false)
+               .len;
   }
   if (threadIdx.x == kThreads - 1)
     sPrefix[batch] = before + inc;
@@ -561,11 +604,10 @@ __device__ __forceinline__ MlaOffsets mlaOffsets(const MlaParams<T> &p, char *sm
   constexpr int kScan = kThreads / 32; // the scan's scratch, then offsets
   int64_t *slot = mlaPrefixSlot(smem, used, p.batch, kThreads);
   if (!slot)
-    return {nullptr, nullptr, mlaTotalTokens(p.kvLens, p.batch),
+    return {nullptr, nullptr, mlaCheckedTotal(p),
             nv::dynamicSmemBytes()};
   int32_t *indptr = reinterpret_cast<int32_t *>(slot + kScan + p.batch + 1);
-  mlaPrefixToSmem<kThreads>(p.kvLens, p.kvIndptr, p.batch, slot + kScan, slot,
-                            indptr);
+  mlaPrefixToSmem<kThreads>(p, slot + kScan, slot, indptr);
   return {slot + kScan, indptr, slot[kScan + p.batch],
           reinterpret_cast<char *>(slot) - smem};
 }
@@ -630,7 +672,7 @@ __device__ __noinline__ int32_t mlaSplit(
   const int64_t b0 = detail::mlaFirstRequest(off, p.batch, mineBegin, 0);
   int64_t reqBegin = off ? off[b0] : 0;
   for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
-    const int64_t reqEnd = off ? off[b + 1] : reqBegin + p.kvLens[b];
+    const int64_t reqEnd = off ? off[b + 1] : reqBegin + detail::mlaLen(p, b);
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
@@ -930,7 +972,7 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
   }
   int64_t reqBegin = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t reqEnd = reqBegin + p.kvLens[b];
+    const int64_t reqEnd = reqBegin + detail::mlaLen(p, b);
     for (int64_t c = 0; c < split.chunks; ++c)
       if (MlaMergeSplit::owns(b * split.chunks + c, task, numMergeTasks)) {
         const int64_t h0 = c * split.headsPer;
@@ -1194,7 +1236,7 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
 
   // Empty requests: o = 0, lse = -inf.
   for (int64_t b = slot; b < p.batch; b += numSlots) {
-    const int64_t len = off ? off[b + 1] - off[b] : p.kvLens[b];
+    const int64_t len = off ? off[b + 1] - off[b] : detail::mlaLen(p, b);
     if (len > 0)
       continue;
     for (int64_t i = threadIdx.x; i < H * Dc; i += kThreads)
@@ -1217,7 +1259,8 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
   unsigned long long pendSeen[2] = {0, 0};
   int pending = 0;
   for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
-    const int64_t reqEnd = reqBegin + (off ? off[b + 1] - off[b] : p.kvLens[b]);
+    const int64_t reqEnd =
+        reqBegin + (off ? off[b + 1] - off[b] : detail::mlaLen(p, b));
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
