@@ -252,7 +252,25 @@ LogicalResult RopeOp::verify() {
                "'rotary_dim' must be even and in (0, " + dimString(headDim) +
                    "], got " + Twine(rot))
       .positive(getTheta().convertToDouble(), "theta")
+      .require(scalingValid(), "Llama 3.1 scaling needs all of "
+                               "'scaling_factor' (>= 1), 'low_freq_factor' > 0, "
+                               "'high_freq_factor' above it and "
+                               "'original_max_position' > 0, or none")
       .result();
+}
+
+bool RopeOp::scalingValid() {
+  const bool any = getScalingFactor() || getLowFreqFactor() ||
+                   getHighFreqFactor() || getOriginalMaxPosition();
+  if (!any)
+    return true;
+  if (!getScalingFactor() || !getLowFreqFactor() || !getHighFreqFactor() ||
+      !getOriginalMaxPosition())
+    return false;
+  const double factor = getScalingFactor()->convertToDouble();
+  const double low = getLowFreqFactor()->convertToDouble();
+  const double high = getHighFreqFactor()->convertToDouble();
+  return factor >= 1 && low > 0 && high > low && *getOriginalMaxPosition() > 0;
 }
 
 LogicalResult KvAppendOp::verify() {

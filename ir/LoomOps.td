@@ -175,7 +175,10 @@ def Loom_RopeOp : Loom_LayerOp<"rope"> {
   let summary = "Rotary position embedding, NeoX halves";
   let description = [{
     For each token t, head h and i < rotary_dim/2, with
-    `f = theta^(-2i/rotary_dim) * positions[t]`:
+    `f = theta^(-2i/rotary_dim) * positions[t]` (the inverse frequency
+    scaled as Llama 3.1 does when `scaling_factor` is set, with
+    `low_freq_factor`, `high_freq_factor` and `original_max_position`:
+    kernels/common/Rope.h):
     `y[i] = x[i] cos f - x[i + r/2] sin f`,
     `y[i + r/2] = x[i + r/2] cos f + x[i] sin f`; dimensions past `rotary_dim`
     are copied. `x`, `y`: `[T, H, D]`; `positions`: `[T]`. `y` may be `x`.
@@ -188,7 +191,16 @@ def Loom_RopeOp : Loom_LayerOp<"rope"> {
   let arguments = (ins Arg<Loom_ActBuf, "heads", [MemRead]>:$x,
                        Arg<Loom_IntBuf, "token positions", [MemRead]>:$positions,
                        Arg<Loom_ActBuf, "rotated heads", [MemWrite]>:$y,
-                       F32Attr:$theta, I64Attr:$rotary_dim);
+                       F32Attr:$theta, I64Attr:$rotary_dim,
+                       OptionalAttr<F32Attr>:$scaling_factor,
+                       OptionalAttr<F32Attr>:$low_freq_factor,
+                       OptionalAttr<F32Attr>:$high_freq_factor,
+                       OptionalAttr<I64Attr>:$original_max_position);
+  let extraClassDeclaration = [{
+    /// The four scaling attributes are all absent, or all present and in
+    /// range.
+    bool scalingValid();
+  }];
   let assemblyFormat = [{
     `ins` `(` $x `,` $positions `:` type($x) `,` type($positions) `)`
     `outs` `(` $y `:` type($y) `)` attr-dict

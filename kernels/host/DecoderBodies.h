@@ -25,6 +25,7 @@
 
 #include "kernels/common/GqaSplits.h"
 #include "kernels/common/Numerics.h"
+#include "kernels/common/Rope.h"
 #include "kernels/host/MetaFault.h"
 
 #include <algorithm>
@@ -193,13 +194,15 @@ constexpr int64_t kRopeChunk = 32;
 } // namespace detail
 
 /// NeoX-halves rotary embedding. Pair i < rotaryDim/2 of row (t, h) rotates
-/// (x[i], x[i + rotaryDim/2]) by angle positions[t] * theta^(-2i/rotaryDim);
-/// dims past rotaryDim are copied. The angle and its cos/sin are computed in
+/// (x[i], x[i + rotaryDim/2]) by angle positions[t] * theta^(-2i/rotaryDim)
+/// (that frequency scaled by `scaling`, kernels/common/Rope.h); dims past
+/// rotaryDim are copied. The angle and its cos/sin are computed in
 /// double and cast to float, so long positions lose no accuracy to an fp32
 /// angle. `y` may alias `x`.
 template <typename TX, typename TPos, typename TY>
 void rope(const TX *x, const TPos *positions, TY *y, int64_t H, int64_t D,
-          int64_t rotaryDim, float theta, int64_t r0, int64_t r1) {
+          int64_t rotaryDim, float theta, RopeScaling scaling, int64_t r0,
+          int64_t r1) {
   const int64_t half = rotaryDim / 2;
   float cosv[detail::kRopeChunk], sinv[detail::kRopeChunk];
   for (int64_t r = r0; r < r1;) {
@@ -210,8 +213,9 @@ void rope(const TX *x, const TPos *positions, TY *y, int64_t H, int64_t D,
     for (int64_t i0 = 0; i0 < half; i0 += detail::kRopeChunk) {
       int64_t cnt = std::min(detail::kRopeChunk, half - i0);
       for (int64_t j = 0; j < cnt; ++j) {
-        double invFreq =
-            std::pow(double(theta), -2.0 * double(i0 + j) / double(rotaryDim));
+        double invFreq = ropeScaledInvFreq(
+            std::pow(double(theta), -2.0 * double(i0 + j) / double(rotaryDim)),
+            scaling);
         double angle = pos * invFreq;
         cosv[j] = float(std::cos(angle));
         sinv[j] = float(std::sin(angle));

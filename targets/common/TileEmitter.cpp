@@ -28,6 +28,11 @@ std::string floatLiteral(double v) {
   return llvm::formatv("{0:e}f", v).str();
 }
 
+/// A double literal of an f32 attribute's value, all its digits.
+std::string doubleLiteral(double v) {
+  return llvm::formatv("{0:e9}", v).str();
+}
+
 /// Writes the tile functions of one graph.
 class TileWriter {
 public:
@@ -297,10 +302,18 @@ public:
         .Case([&](RopeOp o) {
           int64_t h = dim(o.getX(), 1), d = dim(o.getX(), 2);
           rowRange(params[0], dim(o.getX(), 0) * h, "rt * " + std::to_string(h) + "LL");
+          // Llama 3.1's scaling (kernels/common/Rope.h), or none.
+          std::string scaling = "loom::RopeScaling{}";
+          if (o.getScalingFactor())
+            scaling = "loom::RopeScaling{" +
+                      doubleLiteral(o.getScalingFactor()->convertToDouble()) + ", " +
+                      doubleLiteral(o.getLowFreqFactor()->convertToDouble()) + ", " +
+                      doubleLiteral(o.getHighFreqFactor()->convertToDouble()) + ", " +
+                      std::to_string(*o.getOriginalMaxPosition()) + ".0}";
           os << "  " << call() << dialect.bodies << "rope" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getPositions())
              << ", " << ptr(o.getY(), false) << ", " << h << "LL, " << d << "LL, "
              << o.getRotaryDim() << "LL, " << floatLiteral(o.getTheta().convertToDouble())
-             << ", r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
+             << ", " << scaling << ", r0, r1" << dialect.extraArgs << ")" << endCall() << ";\n";
           return success();
         })
         .Case([&](KvAppendOp o) {

@@ -102,7 +102,8 @@ LOOM_TEST_KERNEL(loom_body_linear_reduce)(DecArgs a) {
                                           a.N, a.n0, a.n1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_rope)(DecArgs a) {
-  report(a.err, g::rope<kThreads>(a.x, a.pos, a.y, a.H, a.D, a.D, 5e5f, a.n0,
+  report(a.err, g::rope<kThreads>(a.x, a.pos, a.y, a.H, a.D, a.D, 5e5f,
+                                  loom::RopeScaling{8, 1, 4, 8192}, a.n0,
                                   a.n1, lds));
 }
 LOOM_TEST_KERNEL(loom_body_kv_append)(DecArgs a) {
@@ -231,7 +232,8 @@ __device__ __forceinline__ int32_t decoderTask(int32_t task,
   case 4:
     return g::rope<kThreads>(
         bind<bf16>(b, 4), bind<int32_t>(b, 7), bind<bf16>(b, 4), 32, 128, 128,
-        5e5f, tile * 32, tile * 32 + 32 < m * 32 ? tile * 32 + 32 : m * 32, l);
+        5e5f, loom::RopeScaling{}, tile * 32,
+        tile * 32 + 32 < m * 32 ? tile * 32 + 32 : m * 32, l);
   case 5:
     return g::kvAppend<kThreads>(bind<bf16>(b, 4), bind<bf16>(b, 8),
                                  bind<int32_t>(b, 9), bind<bf16>(b, 10),

@@ -464,21 +464,26 @@ struct RopeTile {
   bf16 *y;
   int64_t H, D, rot, rows, per;
   float theta;
+  loom::RopeScaling scaling;
   __device__ int32_t operator()(int64_t tile, char *smem) const {
     const int64_t r0 = tile * per, r1 = lnv::imin(rows, r0 + per);
     if (r0 >= r1)
       return 0;
-    return sm90::rope<kThreads>(x, pos, y, H, D, rot, theta, r0, r1, smem);
+    return sm90::rope<kThreads>(x, pos, y, H, D, rot, theta, scaling, r0, r1,
+                                smem);
   }
 };
 
 void testRope(int64_t T, int64_t H, int64_t D, int64_t rot, bool inPlace,
-              int64_t forcePer = 0, bool noSmem = false) {
+              int64_t forcePer = 0, bool noSmem = false, bool llama31 = false) {
   char nameBuf[128];
   std::snprintf(nameBuf, sizeof nameBuf,
-                "rope T=%lld H=%lld D=%lld rot=%lld%s%s", (long long)T,
+                "rope T=%lld H=%lld D=%lld rot=%lld%s%s%s", (long long)T,
                 (long long)H, (long long)D, (long long)rot,
-                inPlace ? " in-place" : "", noSmem ? " no-smem" : "");
+                inPlace ? " in-place" : "", noSmem ? " no-smem" : "",
+                llama31 ? " llama3.1-scaled" : "");
+  const loom::RopeScaling scaling =
+      llama31 ? loom::RopeScaling{8, 1, 4, 8192} : loom::RopeScaling{};
   const std::string name = nameBuf;
   const int64_t rows = T * H;
   auto x = randVec<bf16>(rows * D, -2, 2);
@@ -487,11 +492,13 @@ void testRope(int64_t T, int64_t H, int64_t D, int64_t rot, bool inPlace,
     p = int32_t(irand(0, 131071));
   const float theta = 500000.f;
   std::vector<bf16> ref = inPlace ? x : poisonVec<bf16>(rows * D);
-  host::rope(x.data(), pos.data(), ref.data(), H, D, rot, theta, 0, rows);
+  host::rope(x.data(), pos.data(), ref.data(), H, D, rot, theta, scaling, 0,
+             rows);
   Dev<bf16> dx(x), dy(poisonVec<bf16>(rows * D));
   Dev<int32_t> dpos(pos);
   const int64_t per = forcePer ? forcePer : rowsPerTask(rows);
-  RopeTile f{dx.p, dpos.p, inPlace ? dx.p : dy.p, H, D, rot, rows, per, theta};
+  RopeTile f{dx.p,  dpos.p, inPlace ? dx.p : dy.p, H, D, rot, rows, per,
+             theta, scaling};
   expectStatus(name,
                runTiles(f, ceilDiv(rows, per),
                         noSmem ? 0 : sm90::ropeSmemBytes<kThreads>()),
@@ -1967,6 +1974,8 @@ int main(int argc, char **argv) {
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens
   testRope(8, 8, 128, 64, false, 5, true);
+  testRope(16, 8, 128, 128, false, 0, false, true); // Llama 3.1's scaling
+  testRope(8, 8, 128, 128, true, 5, true, true);
   testKvAppend();
   // Llama-3-8B on the H200: max batch 32 (N = 256 tasks, S = 1), runtime
   // batch 8 of uneven lengths: the tasks of absent requests take splits of

@@ -499,9 +499,15 @@ TYPED_TEST(DecoderOpTest, Rope) {
     int64_t rotaryDim;
     float theta;
     bool inPlace;
+    bool llama31 = false; // Llama 3.1's frequency scaling (factor 8)
   };
-  for (Case cs :
-       {Case{32, 5e5f, true}, Case{16, 1e4f, false}, Case{8, 1e6f, true}})
+  // The bodies' scaling (kernels/common/Rope.h) for the oracle's.
+  auto scalingOf = [](const Case &cs) {
+    return cs.llama31 ? RopeScaling{8, 1, 4, 8192} : RopeScaling{};
+  };
+  for (Case cs : {Case{32, 5e5f, true}, Case{16, 1e4f, false},
+                  Case{8, 1e6f, true}, Case{32, 5e5f, false, true},
+                  Case{16, 5e5f, true, true}})
     for (Order order : kOrders) {
       auto x = randomBuf<T>(rng, Tn * H * D, 0.1, 2.0);
       // Position 0 (identity), small ones, and a long-context one.
@@ -517,12 +523,14 @@ TYPED_TEST(DecoderOpTest, Rope) {
         Range r = tileOf(i, Tn * H, tile);
         if (use64)
           host::rope(x.data.data(), pos64.data(), y, H, D, cs.rotaryDim,
-                     cs.theta, r.begin, r.end);
+                     cs.theta, scalingOf(cs), r.begin, r.end);
         else
           host::rope(x.data.data(), pos32.data(), y, H, D, cs.rotaryDim,
-                     cs.theta, r.begin, r.end);
+                     cs.theta, scalingOf(cs), r.begin, r.end);
       });
-      Vec ref = oracle::rope(x.ref, pos, H, D, cs.rotaryDim, cs.theta);
+      Vec ref = oracle::rope(x.ref, pos, H, D, cs.rotaryDim, cs.theta,
+                             cs.llama31 ? oracle::RopeScaling{8, 1, 4, 8192}
+                                        : oracle::RopeScaling{});
       Compare c = compareClose(toVec(y, Tn * H * D), ref, tolFor<T>());
       EXPECT_TRUE(c.ok) << typeName<T>() << " rotary " << cs.rotaryDim
                         << " tile " << tile << " " << orderName(order) << ": "
@@ -1096,13 +1104,16 @@ void runLayer(const TinyModel &m, int64_t l, Caches<T> &cache, const T *x,
                         r1);
     });
   }
+  const RopeScaling scaling{s.ropeScaling.factor, s.ropeScaling.lowFreqFactor,
+                            s.ropeScaling.highFreqFactor,
+                            s.ropeScaling.originalMaxPosition};
   rows(B * Hq, p.headRowTile, [&](int64_t r0, int64_t r1) {
     host::rope(t.q.data(), pos.data(), t.q.data(), Hq, hd, hd,
-               float(s.ropeTheta), r0, r1);
+               float(s.ropeTheta), scaling, r0, r1);
   });
   rows(B * Hkv, p.headRowTile, [&](int64_t r0, int64_t r1) {
     host::rope(t.k.data(), pos.data(), t.k.data(), Hkv, hd, hd,
-               float(s.ropeTheta), r0, r1);
+               float(s.ropeTheta), scaling, r0, r1);
   });
   rows(B, p.tokTile, [&](int64_t t0, int64_t t1) {
     host::kvAppend(t.k.data(), t.v.data(), slots.data(), kc, vc, Hkv, hd, hd, P,
@@ -1172,6 +1183,8 @@ oracle::DecoderShape tinyShape(bool qwen3, int64_t hidden) {
   s.pageSize = 16;
   s.rmsEps = qwen3 ? 1e-6 : 1e-5;
   s.ropeTheta = qwen3 ? 1e6 : 5e5;
+  if (!qwen3) // Llama 3.1's frequency scaling
+    s.ropeScaling = {8, 1, 4, 8192};
   s.qkNorm = qwen3;
   return s;
 }

@@ -724,6 +724,9 @@ private:
     shape.pageSize = d_.pageSize;
     shape.rmsEps = d_.rmsEps;
     shape.ropeTheta = d_.ropeTheta;
+    shape.ropeScaling = {d_.ropeScaling.factor, d_.ropeScaling.lowFreqFactor,
+                         d_.ropeScaling.highFreqFactor,
+                         double(d_.ropeScaling.originalMaxPosition)};
     shape.qkNorm = d_.qkNorm;
     shape.storage = storage;
     return shape;

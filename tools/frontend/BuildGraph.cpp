@@ -258,10 +258,19 @@ void buildDecoder(GraphBuilder &g, const spec::Spec &s,
       b.create<RmsNormOp>(loc, q, w.qNorm, q, eps);
       b.create<RmsNormOp>(loc, k, w.kNorm, k, eps);
     }
-    b.create<RopeOp>(loc, q, g.get("positions"), q, g.f32(d.ropeTheta),
-                     b.getI64IntegerAttr(hd));
-    b.create<RopeOp>(loc, k, g.get("positions"), k, g.f32(d.ropeTheta),
-                     b.getI64IntegerAttr(hd));
+    for (Value heads : {q, k}) {
+      auto rope = b.create<RopeOp>(loc, heads, g.get("positions"), heads,
+                                   g.f32(d.ropeTheta), b.getI64IntegerAttr(hd),
+                                   FloatAttr(), FloatAttr(), FloatAttr(),
+                                   IntegerAttr());
+      if (const auto &rs = d.ropeScaling; rs.factor > 0) {
+        rope.setScalingFactorAttr(g.f32(rs.factor));
+        rope.setLowFreqFactorAttr(g.f32(rs.lowFreqFactor));
+        rope.setHighFreqFactorAttr(g.f32(rs.highFreqFactor));
+        rope.setOriginalMaxPositionAttr(
+            b.getI64IntegerAttr(rs.originalMaxPosition));
+      }
+    }
     b.create<KvAppendOp>(loc, k, v, g.get("slot_mapping"), w.kCache, w.vCache);
     Value attn = g.alloc({B, hq, hd}, act);
     b.create<GqaDecodeOp>(loc, q, w.kCache, w.vCache, g.get("kv_indptr"),

@@ -67,8 +67,27 @@ Vec linear(const Vec &x, const Vec &w, int64_t M, int64_t K, int64_t N,
   return y;
 }
 
+/// The inverse frequency of pair i, scaled as transformers'
+/// _compute_llama3_parameters does.
+static double ropeInvFreq(int64_t i, int64_t rotaryDim, double theta,
+                          const RopeScaling &s) {
+  const double inv = std::pow(theta, -2.0 * double(i) / double(rotaryDim));
+  if (s.factor <= 0)
+    return inv;
+  const double lowWavelen = s.originalMaxPosition / s.lowFreqFactor;
+  const double highWavelen = s.originalMaxPosition / s.highFreqFactor;
+  const double wavelen = 2.0 * M_PI / inv;
+  const double llama = wavelen > lowWavelen ? inv / s.factor : inv;
+  const bool medium = !(wavelen < highWavelen) && !(wavelen > lowWavelen);
+  if (!medium)
+    return llama;
+  const double smooth = (s.originalMaxPosition / wavelen - s.lowFreqFactor) /
+                        (s.highFreqFactor - s.lowFreqFactor);
+  return (1.0 - smooth) * llama / s.factor + smooth * llama;
+}
+
 Vec rope(const Vec &x, const IVec &positions, int64_t H, int64_t D,
-         int64_t rotaryDim, double theta) {
+         int64_t rotaryDim, double theta, const RopeScaling &scaling) {
   int64_t T = int64_t(positions.size()), half = rotaryDim / 2;
   Vec y = x; // dims past rotaryDim are copied
   for (int64_t t = 0; t < T; ++t) {
@@ -77,7 +96,7 @@ Vec rope(const Vec &x, const IVec &positions, int64_t H, int64_t D,
       double *yr = y.data() + (t * H + h) * D;
       for (int64_t i = 0; i < half; ++i) {
         double f = double(positions[t]) *
-                   std::pow(theta, -2.0 * double(i) / double(rotaryDim));
+                   ropeInvFreq(i, rotaryDim, theta, scaling);
         yr[i] = xr[i] * std::cos(f) - xr[i + half] * std::sin(f);
         yr[i + half] = xr[i + half] * std::cos(f) + xr[i] * std::sin(f);
       }
@@ -228,7 +247,8 @@ void appendKv(const DecoderShape &s, const LayerWeights &w, const Vec &h,
   Vec v = stored(linear(h, w.wv, B, s.hidden, kvDim), s.storage);
   if (s.qkNorm)
     k = stored(rmsnorm(k, w.kNorm, hd, s.rmsEps), s.storage);
-  k = stored(rope(k, meta.positions, s.kvHeads, hd, hd, s.ropeTheta),
+  k = stored(rope(k, meta.positions, s.kvHeads, hd, hd, s.ropeTheta,
+                  s.ropeScaling),
              s.storage);
   kvAppend(k, v, meta.slotMapping, s.kvHeads, hd, hd, s.pageSize, cache.k,
            cache.v);
@@ -248,7 +268,9 @@ Vec decoderLayer(const DecoderShape &s, const LayerWeights &w, const Vec &x,
   Vec q = stored(linear(h, w.wq, B, hid, qDim), st);
   if (s.qkNorm)
     q = stored(rmsnorm(q, w.qNorm, hd, s.rmsEps), st);
-  q = stored(rope(q, meta.positions, s.qHeads, hd, hd, s.ropeTheta), st);
+  q = stored(rope(q, meta.positions, s.qHeads, hd, hd, s.ropeTheta,
+                  s.ropeScaling),
+             st);
   Vec attn = stored(gqaDecode(q, cache.k, cache.v, meta.table, B, s.qHeads,
                               s.kvHeads, hd, hd, s.pageSize,
                               1.0 / std::sqrt(double(hd))),

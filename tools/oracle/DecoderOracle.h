@@ -55,10 +55,18 @@ Vec rmsnorm(const Vec &x, const Vec &w, int64_t D, double eps);
 Vec linear(const Vec &x, const Vec &w, int64_t M, int64_t K, int64_t N,
            const Vec *residual = nullptr);
 
+/// Llama 3.1's RoPE frequency scaling (HF rope_type "llama3"); factor 0:
+/// none.
+struct RopeScaling {
+  double factor = 0, lowFreqFactor = 1, highFreqFactor = 4;
+  double originalMaxPosition = 8192;
+};
+
 /// x: [T, H, D], positions: [T]; NeoX-halves rotation of the first
-/// rotaryDim dims by positions[t] * theta^(-2i/rotaryDim), rest copied.
+/// rotaryDim dims by positions[t] * theta^(-2i/rotaryDim) (that frequency
+/// scaled as `scaling` says), rest copied.
 Vec rope(const Vec &x, const IVec &positions, int64_t H, int64_t D,
-         int64_t rotaryDim, double theta);
+         int64_t rotaryDim, double theta, const RopeScaling &scaling = {});
 
 /// k: [T, Hkv, D], v: [T, Hkv, Dv] written to page slot/P, slot slot%P of
 /// the [pages, P, Hkv, D|Dv] caches; negative slots are skipped.
@@ -102,6 +110,7 @@ struct DecoderShape {
   int64_t hidden = 0, qHeads = 0, kvHeads = 0, headDim = 0, ffn = 0;
   int64_t pageSize = 0;
   double rmsEps = 1e-5, ropeTheta = 10000.0;
+  RopeScaling ropeScaling;
   bool qkNorm = false; // Qwen3: per-head RMSNorm on q and k before RoPE
   /// Exact: pure fp64. Otherwise the activation buffers' element type:
   /// every op's result is rounded to it where the graph stores it.

@@ -109,11 +109,28 @@ std::string decoderSpec(ConfigReader &r, const std::string &type,
     r.error(c["model_type"], "a decoder spec is one GPU's whole layer (Loom "
                              "has no all-reduce): --tp must be 1, got " +
                                  std::to_string(o.tp));
+  // Llama 3.1's frequency scaling is the one the bodies implement.
+  std::ostringstream scalingSpec;
   if (const YAML::Node scaling = c["rope_scaling"];
-      scaling && !scaling.IsNull())
-    r.error(scaling, "'rope_scaling' is set; the decoder's RoPE is the plain "
-                     "rope_theta one (Llama-3.1's 'llama3' scaling and "
-                     "others are not implemented)");
+      scaling && !scaling.IsNull()) {
+    const YAML::Node type =
+        scaling["rope_type"] ? scaling["rope_type"] : scaling["type"];
+    if (!scaling.IsMap() || !type || !type.IsScalar() ||
+        type.as<std::string>() != "llama3")
+      r.error(type ? type : scaling,
+              "'rope_scaling' must be Llama 3.1's (rope_type 'llama3'); "
+              "other RoPE scalings are not implemented");
+    else
+      scalingSpec << "  rope_scaling:\n"
+                  << "    factor: " << exact(r.number(scaling, "factor")) << "\n"
+                  << "    low_freq_factor: "
+                  << exact(r.number(scaling, "low_freq_factor")) << "\n"
+                  << "    high_freq_factor: "
+                  << exact(r.number(scaling, "high_freq_factor")) << "\n"
+                  << "    original_max_position_embeddings: "
+                  << r.integer(scaling, "original_max_position_embeddings")
+                  << "\n";
+  }
   const int64_t hidden = r.integer(c, "hidden_size");
   const int64_t heads = r.integer(c, "num_attention_heads");
   const int64_t kvHeads = r.integer(c, "num_key_value_heads", heads);
@@ -132,7 +149,7 @@ std::string decoderSpec(ConfigReader &r, const std::string &type,
     << "  ffn: " << r.integer(c, "intermediate_size") << "\n"
     << "  rms_eps: " << exact(r.number(c, "rms_norm_eps", 1e-6)) << "\n"
     << "  rope_theta: " << exact(r.number(c, "rope_theta", 10000)) << "\n"
-    << "  qk_norm: " << (type == "qwen3" ? "true" : "false") << "\n"
+    << scalingSpec.str() << "  qk_norm: " << (type == "qwen3" ? "true" : "false") << "\n"
     << "  page_size: " << o.pageSize.value_or(16) << "\n"
     << "  max_batch: " << o.maxBatch.value_or(32) << "\n"
     << "  max_pages: " << o.maxPages.value_or(4096) << "\n"

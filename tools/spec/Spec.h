@@ -61,6 +61,13 @@ struct DecoderSpec {
   int64_t ffn = 0;         ///< ffn (intermediate size)
   double rmsEps = 1e-5;    ///< rms_eps
   double ropeTheta = 10000; ///< rope_theta
+  /// rope_scaling (Llama 3.1's, HF rope_type "llama3"): factor 0 = none.
+  struct RopeScaling {
+    double factor = 0;                   ///< factor
+    double lowFreqFactor = 1;            ///< low_freq_factor
+    double highFreqFactor = 4;           ///< high_freq_factor
+    int64_t originalMaxPosition = 8192;  ///< original_max_position_embeddings
+  } ropeScaling;
   bool qkNorm = false;     ///< qk_norm: per-head RMSNorm on q and k (Qwen3)
   int64_t pageSize = 16;   ///< page_size (KV cache)
   int64_t maxBatch = 0;    ///< max_batch

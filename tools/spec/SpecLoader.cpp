@@ -472,6 +472,11 @@ public:
     return readNode(key, presence, YAML::NodeType::Map, "a mapping");
   }
 
+  /// A reader of the mapping `map` found at `key` of this one.
+  MapReader nested(const YAML::Node &map, const std::string &key) {
+    return MapReader(map, section.empty() ? key : section + "." + key, sink);
+  }
+
   /// Reports every key that no read asked for, with a suggestion when one
   /// of the schema's keys is a near miss.
   void finish() {
@@ -607,6 +612,9 @@ private:
 std::string keyAndValue(const char *key, int64_t value) {
   return quoted(key) + " (" + std::to_string(value) + ")";
 }
+std::string keyAndValue(const char *key, double value) {
+  return quoted(key) + " (" + formatNumber(value) + ")";
+}
 
 /// Every request holds at least one page, so a pool smaller than the batch
 /// cannot be filled.
@@ -689,6 +697,29 @@ DecoderSpec parseDecoder(MapReader &r) {
   r.readInt("ffn", s.ffn, P::Required, multipleIn(16, 16, 262144));
   r.readFloat("rms_eps", s.rmsEps, P::Optional, positive());
   r.readFloat("rope_theta", s.ropeTheta, P::Optional, positive());
+  if (std::optional<YAML::Node> m = r.readMap("rope_scaling", P::Optional)) {
+    // Llama 3.1's (config.json's rope_scaling with rope_type "llama3").
+    MapReader sr = r.nested(*m, "rope_scaling");
+    DecoderSpec::RopeScaling &rs = s.ropeScaling;
+    std::string type = "llama3";
+    if (sr.readString("rope_type", type, P::Optional) && type != "llama3")
+      sr.error(sr.valueMark("rope_type"),
+               "'rope_type' " + quoted(type) +
+                   " is not implemented; 'llama3' (Llama 3.1's) is");
+    sr.readFloat("factor", rs.factor, P::Required, FloatRule{1, false, HUGE_VAL, false});
+    bool low = sr.readFloat("low_freq_factor", rs.lowFreqFactor, P::Required,
+                            positive());
+    bool high = sr.readFloat("high_freq_factor", rs.highFreqFactor,
+                             P::Required, positive());
+    sr.readInt("original_max_position_embeddings", rs.originalMaxPosition,
+               P::Required, inRange(1, kInt32Max));
+    if (low && high && rs.highFreqFactor <= rs.lowFreqFactor)
+      sr.error(sr.valueMark("high_freq_factor"),
+               keyAndValue("high_freq_factor", rs.highFreqFactor) +
+                   " must exceed " +
+                   keyAndValue("low_freq_factor", rs.lowFreqFactor));
+    sr.finish();
+  }
   r.readBool("qk_norm", s.qkNorm);
   r.readInt("page_size", s.pageSize, P::Optional, powerOfTwoIn(1, 1024));
   bool batch =

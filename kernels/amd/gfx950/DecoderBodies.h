@@ -51,6 +51,7 @@
 #include "kernels/amd/HipDevice.h"
 #include "kernels/amd/MetaFault.h"
 #include "kernels/common/GqaSplits.h"
+#include "kernels/common/Rope.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -590,23 +591,27 @@ __device__ __forceinline__ void sinCosD(double angle, float &cosOut,
   }
 }
 
-/// cos / sin of pair j of a token at `pos`.
-__device__ __forceinline__ void ropeAngle(double rho, double pos, int64_t j,
-                                          float &c, float &s) {
-  sinCosD(pos * powInt(rho, j), c, s);
+/// cos / sin of pair j of a token at `pos` (its frequency scaled by
+/// `scaling`, kernels/common/Rope.h).
+__device__ __forceinline__ void ropeAngle(double rho, const RopeScaling &scaling,
+                                          double pos, int64_t j, float &c,
+                                          float &s) {
+  sinCosD(pos * ropeScaledInvFreq(powInt(rho, j), scaling), c, s);
 }
 
 } // namespace detail
 
 /// NeoX-halves rotary embedding of rows [r0, r1) (row = t * H + h): pair
 /// i < rotaryDim/2 rotates (x[i], x[i + rotaryDim/2]) by angle
-/// positions[t] * theta^(-2i/rotaryDim); dims past rotaryDim are copied.
+/// positions[t] * theta^(-2i/rotaryDim) (that frequency scaled by
+/// `scaling`); dims past rotaryDim are copied.
 /// `y` may alias `x` (each element pair is read and written by one thread).
 template <int kThreads, typename TX, typename TPos, typename TY>
 __device__ __forceinline__ int32_t rope(const TX *x, const TPos *positions,
                                         TY *y, int64_t H, int64_t D,
                                         int64_t rotaryDim, float theta,
-                                        int64_t r0, int64_t r1, char *lds) {
+                                        RopeScaling scaling, int64_t r0,
+                                        int64_t r1, char *lds) {
   const int tid = int(am::threadId());
   const int64_t half = rotaryDim / 2;
   const double rho = detail::ropeRho(theta, rotaryDim);
@@ -620,7 +625,7 @@ __device__ __forceinline__ int32_t rope(const TX *x, const TPos *positions,
     const double pos = double(positions[t]);
     if (table) {
       for (int64_t j = tid; j < half; j += kThreads)
-        detail::ropeAngle(rho, pos, j, sCos[j], sSin[j]);
+        detail::ropeAngle(rho, scaling, pos, j, sCos[j], sSin[j]);
       am::syncThreads();
     }
     const int64_t rows = rEnd - r;
@@ -631,7 +636,7 @@ __device__ __forceinline__ int32_t rope(const TX *x, const TPos *positions,
         c = sCos[j];
         s = sSin[j];
       } else {
-        detail::ropeAngle(rho, pos, j, c, s);
+        detail::ropeAngle(rho, scaling, pos, j, c, s);
       }
       const float a = am::ldF(x, row * D + j);
       const float b = am::ldF(x, row * D + j + half);

@@ -33,6 +33,7 @@
 #define LOOM_KERNELS_NVIDIA_SM90_DECODERBODIES_CUH
 
 #include "kernels/common/GqaSplits.h"
+#include "kernels/common/Rope.h"
 #include "kernels/nvidia/MetaFault.cuh"
 #include "kernels/nvidia/Numerics.cuh"
 #include "kernels/nvidia/sm90/LinearRing.cuh"
@@ -620,7 +621,7 @@ constexpr int64_t kRopePairs = 256;
 template <int kThreads, typename TX, typename TPos, typename TY>
 __device__ void ropeDirect(const TX *x, const TPos *positions, TY *y, int64_t H,
                            int64_t D, int64_t rotaryDim, float theta,
-                           int64_t r0, int64_t r1) {
+                           const RopeScaling &scaling, int64_t r0, int64_t r1) {
   const int64_t half = rotaryDim / 2, tail = D - rotaryDim;
   const int64_t per = half + tail;
   for (int64_t idx = threadIdx.x; idx < (r1 - r0) * per; idx += kThreads) {
@@ -630,8 +631,8 @@ __device__ void ropeDirect(const TX *x, const TPos *positions, TY *y, int64_t H,
       nv::stF(y, off, nv::ldF(x, off));
       continue;
     }
-    const double invFreq =
-        pow(double(theta), -2.0 * double(j) / double(rotaryDim));
+    const double invFreq = ropeScaledInvFreq(
+        pow(double(theta), -2.0 * double(j) / double(rotaryDim)), scaling);
     const double angle = double(positions[row / H]) * invFreq;
     const float c = float(cos(angle)), sn = float(sin(angle));
     const int64_t off = row * D + j;
@@ -652,12 +653,13 @@ template <int kThreads> __host__ __device__ constexpr int64_t ropeSmemBytes() {
 /// shared memory and applied to all its heads. `y` may alias `x`.
 template <int kThreads, typename TX, typename TPos, typename TY>
 __device__ __noinline__ int32_t rope(const TX *x, const TPos *positions, TY *y, int64_t H,
-                        int64_t D, int64_t rotaryDim, float theta, int64_t r0,
-                        int64_t r1, char *smem) {
+                        int64_t D, int64_t rotaryDim, float theta,
+                        RopeScaling scaling, int64_t r0, int64_t r1,
+                        char *smem) {
   using detail::kRopePairs;
   if (nv::dynamicSmemBytes() < ropeSmemBytes<kThreads>()) {
-    detail::ropeDirect<kThreads>(x, positions, y, H, D, rotaryDim, theta, r0,
-                                 r1);
+    detail::ropeDirect<kThreads>(x, positions, y, H, D, rotaryDim, theta,
+                                 scaling, r0, r1);
     return nv::kBodyOk;
   }
   float *cosv = reinterpret_cast<float *>(smem);
@@ -677,8 +679,9 @@ __device__ __noinline__ int32_t rope(const TX *x, const TPos *positions, TY *y, 
       const int64_t cnt = imin(kRopePairs, half - i0);
       __syncthreads(); // the previous table's readers are done
       for (int64_t j = threadIdx.x; j < cnt; j += kThreads) {
-        const double invFreq =
-            exp2(-2.0 * double(i0 + j) / double(rotaryDim) * log2Theta);
+        const double invFreq = ropeScaledInvFreq(
+            exp2(-2.0 * double(i0 + j) / double(rotaryDim) * log2Theta),
+            scaling);
         double sn, cs;
         sincos(pos * invFreq, &sn, &cs);
         cosv[j] = float(cs);

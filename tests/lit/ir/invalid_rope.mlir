@@ -114,3 +114,30 @@ loom.graph @g target(#t) (input %x : memref<4x2x8xbf16>, input %pos : memref<4xf
   // expected-error @+1 {{'loom.rope' op operand #1 must be memref of 32-bit signless integer or 64-bit signless integer values, but got 'memref<4xf32>'}}
   loom.rope ins(%x, %pos : memref<4x2x8xbf16>, memref<4xf32>) outs(%y : memref<4x2x8xbf16>) {theta = 1.0e+04 : f32, rotary_dim = 8 : i64}
 }
+
+// -----
+
+// Llama 3.1 scaling: only one of the four.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x2x8xbf16>, meta %pos : memref<4xi32>, output %y : memref<4x2x8xbf16>) {
+  // expected-error @+1 {{'loom.rope' op Llama 3.1 scaling needs all of 'scaling_factor' (>= 1), 'low_freq_factor' > 0, 'high_freq_factor' above it and 'original_max_position' > 0, or none}}
+  loom.rope ins(%x, %pos : memref<4x2x8xbf16>, memref<4xi32>) outs(%y : memref<4x2x8xbf16>) {theta = 1.0e+04 : f32, rotary_dim = 8 : i64, scaling_factor = 8.0 : f32}
+}
+
+// -----
+
+// Llama 3.1 scaling: high not above low.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x2x8xbf16>, meta %pos : memref<4xi32>, output %y : memref<4x2x8xbf16>) {
+  // expected-error @+1 {{'loom.rope' op Llama 3.1 scaling needs all of 'scaling_factor' (>= 1), 'low_freq_factor' > 0, 'high_freq_factor' above it and 'original_max_position' > 0, or none}}
+  loom.rope ins(%x, %pos : memref<4x2x8xbf16>, memref<4xi32>) outs(%y : memref<4x2x8xbf16>) {theta = 1.0e+04 : f32, rotary_dim = 8 : i64, scaling_factor = 8.0 : f32, low_freq_factor = 4.0 : f32, high_freq_factor = 1.0 : f32, original_max_position = 8192 : i64}
+}
+
+// -----
+
+// Llama 3.1 scaling: factor below 1.
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x2x8xbf16>, meta %pos : memref<4xi32>, output %y : memref<4x2x8xbf16>) {
+  // expected-error @+1 {{'loom.rope' op Llama 3.1 scaling needs all of 'scaling_factor' (>= 1), 'low_freq_factor' > 0, 'high_freq_factor' above it and 'original_max_position' > 0, or none}}
+  loom.rope ins(%x, %pos : memref<4x2x8xbf16>, memref<4xi32>) outs(%y : memref<4x2x8xbf16>) {theta = 1.0e+04 : f32, rotary_dim = 8 : i64, scaling_factor = 0.5 : f32, low_freq_factor = 1.0 : f32, high_freq_factor = 4.0 : f32, original_max_position = 8192 : i64}
+}
