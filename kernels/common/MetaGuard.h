@@ -114,6 +114,16 @@ struct PagedRequest {
   int64_t len = 0;
 };
 
+/// pagedRequest's rules for a request whose page ids are kv_indices[first,
+/// end) and which holds `len` tokens: branch-free, so a loop over a batch
+/// can test them all with its loads issued together.
+LOOM_HOST_DEVICE inline bool pagedRequestOk(int64_t first, int64_t end,
+                                            int64_t len, int64_t numIndices,
+                                            int64_t pageSize) {
+  return (uint64_t(first) <= uint64_t(numIndices)) & (end >= first) &
+         (end <= numIndices) & (len >= 0) & (len <= (end - first) * pageSize);
+}
+
 /// Cold: records which rule request b breaks (pagedRequest's).
 template <typename TPtr, typename TLen>
 LOOM_HOST_DEVICE LOOM_NOINLINE void
@@ -142,9 +152,8 @@ pagedRequest(const TPtr *kvIndptr, const TLen *kvLens, int64_t b,
   r.len = int64_t(kvLens[b]);
   if (!kCheckMeta)
     return r;
-  const int64_t end = int64_t(kvIndptr[b + 1]);
-  if (uint64_t(r.first) <= uint64_t(numIndices) && end >= r.first &&
-      end <= numIndices && r.len >= 0 && r.len <= (end - r.first) * pageSize)
+  if (pagedRequestOk(r.first, int64_t(kvIndptr[b + 1]), r.len, numIndices,
+                     pageSize))
     return r;
   if (record)
     reportBadRequest(kvIndptr, kvLens, b, numIndices, pageSize);

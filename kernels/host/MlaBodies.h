@@ -82,6 +82,38 @@ template <typename T> struct MlaParams {
   float smScale = 0.f;  ///< applied to q.k before the softmax
 };
 
+/// Request b's tokens as a device task's mapping of the slots counts them:
+/// kv_lens[b] when its meta values pass pagedRequest's rules, else none
+/// (the fault recorded unless `record` is false).
+template <typename T>
+LOOM_HOST_DEVICE inline int64_t mlaCheckedLen(const MlaParams<T> &p, int64_t b,
+                                              bool record = true) {
+  return pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize,
+                      record)
+      .len;
+}
+
+/// The sum of mlaCheckedLen over the batch: one branch-free pass that tests
+/// the rules (pagedRequestOk) with its loads issued together; only a batch
+/// that breaks one takes the exact sum, which records the fault.
+template <typename T>
+LOOM_HOST_DEVICE inline int64_t mlaCheckedTokens(const MlaParams<T> &p) {
+  int64_t total = 0;
+  bool ok = true;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t len = p.kvLens[b];
+    ok &= pagedRequestOk(p.kvIndptr[b], p.kvIndptr[b + 1], len, p.numIndices,
+                         p.pageSize);
+    total += len;
+  }
+  if (!kCheckMeta || ok)
+    return total;
+  total = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    total += mlaCheckedLen(p, b);
+  return total;
+}
+
 // Workspace and slots: kernels/common/MlaSlots.h (shared with the device
 // bodies), re-exported here for the host's callers.
 using ::loom::kMlaMinSlotTokens;

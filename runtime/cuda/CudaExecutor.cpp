@@ -586,7 +586,7 @@ Status CudaExecutor::checkStreamLaunches(uint64_t atLeast, StreamCheck *out) {
     epoch_ = hi;
     WatchHooks hooks;
     hooks.readCounts = [this] { return readCounts(); };
-    hooks.bindings = lastBindings_;
+    hooks.bindings = &lastBindings_;
     Status failure = endedLaunchStatus(*table_, last, epoch_, LaunchWatch(),
                                        timeoutCycles_, hooks);
     if (failure.ok())
@@ -643,7 +643,7 @@ WatchHooks CudaExecutor::hooks() {
   };
   h.raiseAbort = [this] { raiseAbort(); };
   h.readCounts = [this] { return readCounts(); };
-  h.bindings = lastBindings_;
+  h.bindings = &lastBindings_;
   return h;
 }
 

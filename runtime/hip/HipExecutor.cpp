@@ -442,7 +442,7 @@ WatchHooks HipExecutor::hooks() {
   };
   h.raiseAbort = [this] { raiseAbort(); };
   h.readCounts = [this] { return readCounts(); };
-  h.bindings = lastBindings_;
+  h.bindings = &lastBindings_;
   return h;
 }
 

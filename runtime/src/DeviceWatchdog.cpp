@@ -381,7 +381,7 @@ Status endedLaunchStatus(const ProgramTable &table,
                          uint64_t timeoutCycles, const WatchHooks &hooks) {
   if (anyTaskFailed(last))
     return Status(LOOMRT_ERROR_TASK_FAILED,
-                  describeFailures(table, last, epoch, &hooks.bindings));
+                  describeFailures(table, last, epoch, hooks.bindings));
   // No worker left early: a success, even if the flag went up just as the
   // last task ended (every count advanced).
   if (!anyWorkerLeft(last))
@@ -406,11 +406,11 @@ Status wedgedLaunchStatus(const ProgramTable &table,
   std::string still = "the kernel did not exit within " +
                       std::to_string(watchdogMs) +
                       " ms of the abort flag; its workers now:" +
-                      describeWorkers(table, last, orNull(counts), &hooks.bindings);
+                      describeWorkers(table, last, orNull(counts), hooks.bindings);
   *why = what + ": " + still;
   const bool failed = anyTaskFailed(last);
   std::string head =
-      failed ? describeFailures(table, last, epoch, &hooks.bindings)
+      failed ? describeFailures(table, last, epoch, hooks.bindings)
              : watch.stallReport;
   return makeError(failed ? LOOMRT_ERROR_TASK_FAILED : LOOMRT_ERROR_TIMEOUT,
                    head, "\n", still, "\n", device,

@@ -151,8 +151,9 @@ struct WatchHooks {
   /// kernel); empty when they cannot be read, e.g. after a fault. Read only
   /// for reports.
   std::function<std::vector<uint64_t>()> readCounts;
-  /// The launch's bindings, to name a meta value a body refused.
-  std::vector<LoomBinding> bindings;
+  /// The launch's bindings, to name a meta value a body refused (the
+  /// executor's; null: none).
+  const std::vector<LoomBinding> *bindings = nullptr;
 };
 
 /// What the watchdog saw while a kernel ran.

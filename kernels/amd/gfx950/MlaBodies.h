@@ -34,11 +34,11 @@
 // into LDS, then sums 4 dims per thread with 16-byte loads and FMAs.
 //
 // Meta values (kernels/common/MetaGuard.h, as the NVIDIA bodies): every
-// task maps the slots from the requests' checked lengths (mlaLen: 0 for a
-// request whose kv_indptr / kv_lens pagedRequest refuses), so split and
-// merge agree and a refused request reads no page id; every split task
-// checks every request (mlaCheckedTotal), so the fault is recorded whatever
-// the slot. Page ids are checked where they become cache rows (one 32-bit
+// task maps the slots from the requests' checked lengths (mlaCheckedLen,
+// kernels/host/MlaBodies.h: 0 for a request whose kv_indptr / kv_lens
+// pagedRequest refuses), so split and merge agree and a refused request
+// reads no page id; every split task checks every request
+// (mlaCheckedTokens), so the fault is recorded whatever the slot. Page ids are checked where they become cache rows (one 32-bit
 // compare per loaded id; a refused id reads page 0 and fails the task).
 //
 //===----------------------------------------------------------------------===//
@@ -62,6 +62,9 @@ using am::imin;
 
 /// The host's operand struct: the emitted code fills it the same way.
 template <typename T> using MlaParams = host::MlaParams<T>;
+// The checked lengths every task's mapping of the slots counts.
+using host::mlaCheckedLen;
+using host::mlaCheckedTokens;
 
 // Workspace layout and slot arithmetic: kernels/common/MlaSlots.h, the one
 // copy host and devices share (its divisions, loom::divFloorFast, keep off
@@ -71,7 +74,6 @@ using ::loom::MlaSlots;
 using ::loom::mlaNumPieces;
 using ::loom::mlaPartialOFloats;
 using ::loom::mlaSlots;
-using ::loom::mlaTotalTokens;
 using ::loom::mlaWorkspaceFloats;
 
 namespace detail {
@@ -141,48 +143,6 @@ __device__ __forceinline__ int64_t mlaRow(const int32_t *pages, int tok, int P,
     page = 0;
   }
   return int64_t(page) * P + tok % P;
-}
-
-/// Request b's page ids and tokens (pagedRequest: no tokens when refused).
-template <typename T>
-__device__ __forceinline__ PagedRequest mlaRequest(const MlaParams<T> &p,
-                                                   int64_t b) {
-  return pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize);
-}
-
-/// Request b's tokens as every task's mapping of the slots counts them: 0
-/// when its meta values are refused.
-template <typename T>
-__device__ __forceinline__ int64_t mlaLen(const MlaParams<T> &p, int64_t b) {
-  return mlaRequest(p, b).len;
-}
-
-/// The sum of mlaLen over the batch (replaces mlaTotalTokens). Every task
-/// runs it over the whole batch, so the common case stays a branch-free
-/// reduction whose loads the compiler can issue together (as
-/// mlaTotalTokens's were): it only tests pagedRequest's rules; a batch
-/// that breaks one takes the exact sum through mlaLen, which records the
-/// fault. The test must be at least as strict as pagedRequest's (a batch it
-/// accepts has mlaLen = kv_lens for every request). loomc --trust-meta:
-/// the plain sum, as mlaLen's.
-template <typename T>
-__device__ __forceinline__ int64_t mlaCheckedTotal(const MlaParams<T> &p) {
-  const int64_t numIndices = p.numIndices, P = p.pageSize;
-  int64_t total = 0;
-  bool refused = false;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t first = p.kvIndptr[b], end = p.kvIndptr[b + 1];
-    const int64_t len = p.kvLens[b];
-    refused |= (uint64_t(first) > uint64_t(numIndices)) | (end < first) |
-               (end > numIndices) | (len < 0) | (len > (end - first) * P);
-    total += len;
-  }
-  if (kCheckMeta && __builtin_expect(refused, false)) {
-    total = 0;
-    for (int64_t b = 0; b < p.batch; ++b)
-      total += mlaLen(p, b);
-  }
-  return total;
 }
 
 /// The MFMA split of one piece: request b's local tokens [tokBegin,
@@ -508,7 +468,7 @@ mlaSplitPlainLdsBytes(int64_t numHeads, int64_t dimCkv, int64_t dimKpe) {
 /// Phase 0 task `slot` of `numSlots`: partial_o / partial_lse of every
 /// piece (slot, b) at piece index slot + b, nothing else (nothing at all
 /// when slot >= E). `minSlotTokens` must match the merge's. The slots count
-/// the requests' checked lengths (detail::mlaLen), which every task checks.
+/// the requests' checked lengths (mlaCheckedLen), which every task checks.
 template <int kThreads, typename T>
 __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                                             int64_t numSlots, float *partialO,
@@ -516,7 +476,7 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
                                             int64_t minSlotTokens =
                                                 kMlaMinSlotTokens) {
   const MlaSlots slots =
-      mlaSlots(detail::mlaCheckedTotal(p), numSlots, minSlotTokens);
+      mlaSlots(mlaCheckedTokens(p), numSlots, minSlotTokens);
   if (slot >= slots.active)
     return am::kBodyOk;
   const int64_t mineBegin = slots.begin(slot);
@@ -532,7 +492,8 @@ __device__ __forceinline__ int32_t mlaSplit(const MlaParams<T> &p, int64_t slot,
   // host's loop).
   int64_t reqBegin = 0;
   for (int b = 0; b < int(p.batch) && reqBegin < mineEnd; ++b) {
-    const PagedRequest req = detail::mlaRequest(p, b);
+    const PagedRequest req =
+        pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize);
     const int64_t reqEnd = reqBegin + req.len;
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
@@ -708,7 +669,7 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
   if (have < uint32_t(mlaMergeMinLdsBytes(p.numHeads)))
     return am::kBodyLdsTooSmall;
   const MlaSlots slots =
-      mlaSlots(detail::mlaCheckedTotal(p), numSlots, minSlotTokens);
+      mlaSlots(mlaCheckedTokens(p), numSlots, minSlotTokens);
   float *sLseNat = reinterpret_cast<float *>(lds);
   float *sWeight = sLseNat + p.numHeads;
   // Pieces whose weights fit at once (>= 1 by the check above).
@@ -718,7 +679,7 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
       mlaMergeSplit(p.batch, p.numHeads, numMergeTasks);
   int64_t reqBegin = 0;
   for (int b = 0; b < int(p.batch); ++b) {
-    const int64_t reqEnd = reqBegin + detail::mlaLen(p, b); // the split's
+    const int64_t reqEnd = reqBegin + mlaCheckedLen(p, b); // the split's
     if (MlaMergeSplit::owns(int64_t(b) * split.chunks, task, numMergeTasks)) {
       int H = int(p.numHeads), Dc = int(p.dimCkv);
       am::opaque(H); // per request: see am::opaque

@@ -65,6 +65,9 @@ using nv::roundUp;
 
 /// The host's operand struct: the emitted code fills it the same way.
 template <typename T> using MlaParams = host::MlaParams<T>;
+// The checked lengths every task's mapping of the slots counts.
+using host::mlaCheckedLen;
+using host::mlaCheckedTokens;
 
 // Workspace layout and slot arithmetic: kernels/common/MlaSlots.h, the one
 // copy host and devices share (re-exported for the emitted code and tests).
@@ -73,7 +76,6 @@ using ::loom::mlaNumPieces;
 using ::loom::mlaPartialOFloats;
 using ::loom::MlaSlots;
 using ::loom::mlaSlots;
-using ::loom::mlaTotalTokens;
 using ::loom::mlaWorkspaceFloats;
 
 namespace detail {
@@ -489,22 +491,6 @@ __device__ bool mlaUseFastSplit(const MlaParams<T> &p) {
          nv::isAligned16(p.kpeCache) && nv::dynamicSmemBytes() >= kMlaSmemFast;
 }
 
-/// Request b's tokens, 0 when its meta values are refused (pagedRequest):
-/// what every task's mapping of the slots counts.
-template <typename T>
-__device__ __forceinline__ int64_t mlaLen(const MlaParams<T> &p, int64_t b) {
-  return pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize).len;
-}
-
-/// The sum of mlaLen over the batch.
-template <typename T>
-__device__ int64_t mlaCheckedTotal(const MlaParams<T> &p) {
-  int64_t total = 0;
-  for (int64_t b = 0; b < p.batch; ++b)
-    total += mlaLen(p, b);
-  return total;
-}
-
 /// The requests' token offsets, sPrefix[b] = kv_lens[0] + ... + kv_lens[b-1]
 /// for b <= batch, computed by the whole block in shared memory, and their
 /// first page ids' places sIndptr[b] = kv_indptr[b] for b < batch. Walking
@@ -512,7 +498,7 @@ __device__ int64_t mlaCheckedTotal(const MlaParams<T> &p) {
 /// per request on every task, and kv_indptr[b] one more before a piece's
 /// page ids; here each thread loads its share at once, with the same round
 /// trip. `sScan` holds kThreads / 32 int64s. The requests' meta values are
-/// checked here (mlaLen: a refused request has no tokens), so every task
+/// checked here (mlaCheckedLen: a refused request has no tokens), so every task
 /// checks them all.
 template <int kThreads, typename T>
 __device__ void mlaPrefixToSmem(const MlaParams<T> &p, int64_t *sPrefix,
@@ -550,9 +536,7 @@ __device__ void mlaPrefixToSmem(const MlaParams<T> &p, int64_t *sPrefix,
   for (int64_t b = lo; b < hi; ++b) {
     sPrefix[b] = run;
     // The values above, again (L1 hits), already checked and recorded.
-    run += pagedRequest(p.kvIndptr, p.kvLens, b, p.numIndices, p.pageSize,
-                        /*record=*/false)
-               .len;
+    run += mlaCheckedLen(p, b, /*record=*/false);
   }
   if (threadIdx.x == kThreads - 1)
     sPrefix[batch] = before + inc;
@@ -604,7 +588,7 @@ __device__ __forceinline__ MlaOffsets mlaOffsets(const MlaParams<T> &p, char *sm
   constexpr int kScan = kThreads / 32; // the scan's scratch, then offsets
   int64_t *slot = mlaPrefixSlot(smem, used, p.batch, kThreads);
   if (!slot)
-    return {nullptr, nullptr, mlaCheckedTotal(p),
+    return {nullptr, nullptr, mlaCheckedTokens(p),
             nv::dynamicSmemBytes()};
   int32_t *indptr = reinterpret_cast<int32_t *>(slot + kScan + p.batch + 1);
   mlaPrefixToSmem<kThreads>(p, slot + kScan, slot, indptr);
@@ -672,7 +656,7 @@ __device__ __noinline__ int32_t mlaSplit(
   const int64_t b0 = detail::mlaFirstRequest(off, p.batch, mineBegin, 0);
   int64_t reqBegin = off ? off[b0] : 0;
   for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
-    const int64_t reqEnd = off ? off[b + 1] : reqBegin + detail::mlaLen(p, b);
+    const int64_t reqEnd = off ? off[b + 1] : reqBegin + mlaCheckedLen(p, b);
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
@@ -972,7 +956,7 @@ mlaMerge(const MlaParams<T> &p, int64_t task, int64_t numMergeTasks,
   }
   int64_t reqBegin = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t reqEnd = reqBegin + detail::mlaLen(p, b);
+    const int64_t reqEnd = reqBegin + mlaCheckedLen(p, b);
     for (int64_t c = 0; c < split.chunks; ++c)
       if (MlaMergeSplit::owns(b * split.chunks + c, task, numMergeTasks)) {
         const int64_t h0 = c * split.headsPer;
@@ -1236,7 +1220,7 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
 
   // Empty requests: o = 0, lse = -inf.
   for (int64_t b = slot; b < p.batch; b += numSlots) {
-    const int64_t len = off ? off[b + 1] - off[b] : detail::mlaLen(p, b);
+    const int64_t len = off ? off[b + 1] - off[b] : mlaCheckedLen(p, b);
     if (len > 0)
       continue;
     for (int64_t i = threadIdx.x; i < H * Dc; i += kThreads)
@@ -1260,7 +1244,7 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
   int pending = 0;
   for (int64_t b = b0; b < p.batch && reqBegin < mineEnd; ++b) {
     const int64_t reqEnd =
-        reqBegin + (off ? off[b + 1] - off[b] : detail::mlaLen(p, b));
+        reqBegin + (off ? off[b + 1] - off[b] : mlaCheckedLen(p, b));
     const int64_t begin = imax(mineBegin, reqBegin);
     const int64_t end = imin(mineEnd, reqEnd);
     if (begin < end) {
