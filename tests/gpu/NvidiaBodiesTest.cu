@@ -1938,38 +1938,53 @@ int main(int argc, char **argv) {
   testLinear(3, 4000, 4096, false, 48);               // ragged last k step
   testLinear(12, 14336, 4096, false, 48);             // down projection
   testLinear(1, 4096, 1024, true, 48, kernelSmem());
-  // All of a kernel's shared memory: up to 8 rows of x through the bulk-copy
-  // ring (LinearRing.cuh), more through the registers.
-  for (int64_t M : {1, 3, 8, 9, 32})
-    testLinear(M, 4096, 4096, M == 3, 0, kernelSmem());
+  // All of a kernel's shared memory: up to 32 rows of x through the
+  // bulk-copy ring (LinearRing.cuh; its three shapes at 1-8, 9-16 and 17-32
+  // rows), more through the registers.
+  for (int64_t M : {1, 3, 8, 9, 16, 17, 32, 33})
+    testLinear(M, 4096, 4096, M == 3 || M == 17, 0, kernelSmem());
   testLinear(1, 4096, 6144, true, 48, kernelSmem());  // Q/K/V-sized tiles
+  testLinear(32, 4096, 6144, true, 48, kernelSmem());
   testLinear(8, 14336, 4096, true, 0, kernelSmem());  // down projection
+  testLinear(32, 14336, 4096, true, 0, kernelSmem());
   testLinear(2, 4000, 1000, true, 40, kernelSmem());  // ragged k chunk, rows
+  testLinear(13, 4000, 1000, true, 40, kernelSmem());
+  testLinear(29, 4000, 1000, false, 40, kernelSmem());
   testLinear(5, 4096, 1024, false, 0, kernelSmem());  // split-K 2
+  testLinear(24, 4096, 1024, false, 0, kernelSmem());
   testLinear(1, 64, 256, false, 0, kernelSmem());     // one short chunk
+  testLinear(32, 64, 256, false, 0, kernelSmem());
+  testLinear(20, 4096, 14336, false, 224, kernelSmem()); // gate / up tiles
   // The fewest stages a ring takes: every stage but the first two refilled.
-  testLinear(4, 4096, 4096, false, 224,
-             sm90::detail::linearRingSmemBytes<kThreads>(3));
+  for (int64_t M : {4, 12, 30})
+    testLinear(M, 4096, 4096, false, 224,
+               sm90::detail::linearRingSmemBytes<kThreads>(3, M));
   // The first stages issued before the body (the engine's preload for a
   // task that waits): ring tiles, split-K, the 3-stage minimum, a single
   // short chunk, and tiles whose path has no preload.
-  for (int64_t M : {1, 8, 9})
+  for (int64_t M : {1, 8, 9, 32, 33})
     testLinear(M, 4096, 4096, M == 8, 0, kernelSmem(), true);
   testLinear(5, 4096, 1024, false, 0, kernelSmem(), true);
+  testLinear(21, 4096, 1024, false, 0, kernelSmem(), true);
   testLinear(2, 4000, 1000, true, 40, kernelSmem(), true);
   testLinear(1, 64, 256, false, 0, kernelSmem(), true);
-  testLinear(4, 4096, 4096, false, 224,
-             sm90::detail::linearRingSmemBytes<kThreads>(3), true);
+  for (int64_t M : {4, 16, 32})
+    testLinear(M, 4096, 4096, false, 224,
+               sm90::detail::linearRingSmemBytes<kThreads>(3, M), true);
   testLinear(1, 4096, 1024, true, 48, sm90::linearSmemBytes<kThreads>(), true);
   // Workers: a block runs many tiles, so the ring's barriers carry their
   // phases across tasks whose slots are used an odd or even number of
   // times (rings fuller and emptier than the stages, split-K's ragged k
   // ranges, the 3-stage minimum), every other task preloaded.
   testLinear(3, 4000, 1000, true, 40, kernelSmem(), true, 7);
+  testLinear(19, 4000, 1000, true, 40, kernelSmem(), true, 7);
   testLinear(8, 14336, 4096, false, 48, kernelSmem(), true, 5);
+  testLinear(32, 14336, 4096, false, 48, kernelSmem(), true, 5);
   testLinear(5, 4000, 1024, false, 0, kernelSmem(), true, 3);
   testLinear(2, 4096, 4096, true, 224,
              sm90::detail::linearRingSmemBytes<kThreads>(3), true, 4);
+  testLinear(31, 4096, 4096, true, 224,
+             sm90::detail::linearRingSmemBytes<kThreads>(3, 31), true, 4);
   testLinearGeneric();
   testRope(32, 32, 128, 128, false);
   testRope(16, 8, 128, 64, true, 3); // partial rotary, tiles across tokens
@@ -1984,6 +1999,7 @@ int main(int argc, char **argv) {
   testGqa({2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048}, 32, 32, 8, 128, 16);
   testGqa({3100, 0, 1, 4500}, 4, 32, 8, 128, 16);
   testGqa({8000}, 1, 32, 8, 128, 16);
+  testGqa({30000, 5}, 32, 32, 8, 128, 16); // splits of many staged chunks
   testGqa({2000, 3333}, 3, 64, 8, 128, 16);      // group 8, a batch row unused
   testGqa({1500, 2700, 999}, 3, 28, 4, 128, 16); // group 7
   testGqa({1200, 3000}, 2, 32, 2, 128, 1);       // group 16: two passes

@@ -20,9 +20,9 @@
 // and falls back to a plain loop with the same results otherwise.
 //
 // Dynamic shared memory per body (kThreads = 256), see the *SmemBytes
-// functions: linearTile/linearPartial 32 KB (up to 8 rows of x stream the
+// functions: linearTile/linearPartial 32 KB (up to 32 rows of x stream the
 // weights through a ring in whatever the launch gives, at least
-// linearRingSmemBytes(3): LinearRing.cuh), rope 2 KB, gqaDecodeSplit
+// linearRingSmemBytes(3, rows): LinearRing.cuh), rope 2 KB, gqaDecodeSplit
 // 33 KB (D = 128) / 66 KB (D = 256), the others none (rmsnormRows and
 // argmaxRows use 32 B / 96 B of static shared memory). Each body checks
 // what the launch gave (%dynamic_smem_size) and with less takes a slower
@@ -183,7 +183,7 @@ __device__ __noinline__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int
 // linear: y[m, n] (+)= x[m, :] . w[n, :]
 //
 // Tensor-core path (x and w both bf16 or both f16, K % 8 == 0, 16-byte
-// aligned bases). Up to 8 rows of x, with k0 and k1 multiples of 8 and the
+// aligned bases). Up to 32 rows of x, with k0 and k1 multiples of 8 and the
 // shared memory for it, take the bulk-copy ring of LinearRing.cuh; the
 // rest take the register path below. It computes y^T = w . x^T with
 // mma.m16n8k16: A = 16 weight rows (output columns), B = 8 rows of x. The
@@ -306,7 +306,8 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
     return;
   // Two register stages: one k step's loads (4 KB a warp) in flight while
   // another multiplies. A third (LOOM_LINEAR_STAGES=3, tried on the H200)
-  // moved no decoder row (bench/results/h200/2026-12-02-ab-stages3).
+  // moved no decoder row (bench/results/h200/README.md, 2026-12-02's
+  // second run).
   LinFrag<MT> cur, next;
   load(ka, cur);
   for (int64_t k = ka; k < kb; k += kLinKStep) {
@@ -561,7 +562,7 @@ __device__ __noinline__ bool linearPreload(const TIn *x, const TW *w,
       detail::linearRingStagesFor<kThreads>(x, w, M, K, k0, k1);
   if (stages == 0)
     return false;
-  detail::linearRingStart<kThreads>(w, K, n0, n1, k0, k1, stages, smem);
+  detail::linearRingStart<kThreads>(w, M, K, n0, n1, k0, k1, stages, smem);
   return true;
 }
 

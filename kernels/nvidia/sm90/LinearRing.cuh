@@ -1,16 +1,18 @@
 //===- LinearRing.cuh - A linear tile's weights through a bulk-copy ring -*-
 // CUDA -*-===//
 //
-// The path of the linear body (DecoderBodies.cuh) for up to 8 rows of x when
-// the block has the shared memory: the copy engine streams the tile's
+// The path of the linear body (DecoderBodies.cuh) for up to 32 rows of x
+// when the block has the shared memory: the copy engine streams the tile's
 // weights through a ring of shared-memory stages (cp.async.bulk completing
 // on one mbarrier per stage), so the loads in flight do not depend on how
 // many registers 8 warps can give to them.
 //
-// A stage holds kRingRows = 16 weight rows (one m16 tile) x kRingK k, each
-// row one 4 KB bulk copy padded by 16 bytes, so the 8 rows a quarter-warp's
+// A stage holds 64 KB of weights: 16 rows (one m16 tile) x 2048 k for up
+// to 8 rows of x, 32 rows x 1024 k for more (RingShape, withRingShape), so
+// the x a stage reads from L2 is at most the weights it holds. Each row is
+// one bulk copy padded by 16 bytes, so the 8 rows a quarter-warp's
 // fragments read fall in 8 different banks. The stages walk the tile's
-// groups of 16 rows, each over its k chunks. Warp w multiplies the 64-k
+// groups of rows, each over its k chunks. Warp w multiplies the 64-k
 // slices w, w + kWarps, ... of every stage with mma.m16n8k16 (weights as A,
 // x as B; a lane reads 16 contiguous bytes of each of its rows, as the
 // register path does); x comes from global memory, as copying its chunk
@@ -21,18 +23,21 @@
 // slot (one arrival per warp after a __syncwarp is as ordered, but
 // compute-sanitizer's racecheck reports the copy against the other lanes'
 // reads). At a row group's end the warps' partial sums meet in shared
-// memory (two buffers, alternating by group) and each output adds them in
-// warp order, so results do not depend on timing.
+// memory (two buffers, alternating by group; for more than 8 rows of x, one
+// buffer into which half the warps add theirs) and each output adds them
+// in a fixed order, so results do not depend on timing.
 //
 // The first stages need nothing but the weights: a task that must wait for
 // its x issues them before waiting (linearRingStart, called through the
 // body's linearPreload by the engine), so its copies are in flight across
 // the dependency.
 //
-// Measured on the H200 (bench/results/h200/2026-12-02-h): 2 KB copies, x
-// in every stage or x loaded once per tile were slower in the decoder; the
-// last warp to release a stage refilling it (a shared-memory counter) was
-// as fast, but compute-sanitizer's racecheck does not see that hand-off.
+// Measured on the H200 (bench/results/h200/2026-12-02-h, -03-c): 2 KB
+// copies, x in every stage or x loaded once per tile were slower for up to
+// 8 rows of x; for 17-32 rows, stages of 64 rows x 512 k (1 KB copies, x
+// a quarter of the weights) were much slower than 32 x 1024; the last warp
+// to release a stage refilling it (a shared-memory counter) was as fast,
+// but compute-sanitizer's racecheck does not see that hand-off.
 //
 // The mbarriers live in static shared memory for the whole launch
 // (linearRingInit, which the kernel calls before its loop): initialised
@@ -57,9 +62,9 @@ namespace detail {
 
 namespace nv = ::loom::nvidia;
 
-constexpr int kRingRows = 16;    // weight rows a stage holds
-constexpr int kRingK = 2048;     // k a stage holds: 4 KB per weight row
-constexpr int kRingMaxXRows = 8; // x rows: the n8 side of the mma
+/// Weights a stage holds: 64 KB of 16-bit elements, whatever its rows.
+constexpr int kRingStageElems = 16 * 2048;
+constexpr int kRingMaxXRows = 32; // x rows: four n8 tiles of the mma
 constexpr int kRingMaxStages = 12;
 constexpr int kRingMinStages = 3; // one filling, one read, one ahead
 /// Stages a task's preload issues before its wait (linearRingStart). One:
@@ -67,7 +72,6 @@ constexpr int kRingMinStages = 3; // one filling, one read, one ahead
 /// 2026-12-02-i), and a smaller burst leaves more of HBM to the short
 /// latency-bound tasks that run while the linears' workers wait.
 constexpr int kRingPreloadStages = 1;
-constexpr int kRingRowBytes = 2 * kRingK + 16;
 
 /// The ring's mbarriers, for the whole launch: a "full" and an "empty"
 /// barrier per slot. Every use of a slot completes one phase of each.
@@ -95,22 +99,54 @@ template <int kThreads> __device__ void linearRingInit() {
   __syncthreads();
 }
 
-template <int kThreads> struct RingShape {
+/// A ring for up to 8 kXTiles rows of x: stages of kTiles m16 tiles of
+/// weight rows (one bulk copy of 4 KB / kTiles per row), so a stage's x
+/// chunk serves 16 kTiles weight rows: the x each stage reads from L2 is
+/// kXTiles / (2 kTiles) of its weights.
+template <int kThreads, int kTiles, int kXTiles> struct RingShape {
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kSlices = kRingK / 64; // 64-k slices of a stage
+  static constexpr int kRows = 16 * kTiles;     // weight rows a stage holds
+  static constexpr int kK = kRingStageElems / kRows; // k a stage holds
+  /// A weight row in a stage, padded by 16 bytes so the 8 rows a
+  /// quarter-warp's fragments read fall in 8 different banks.
+  static constexpr int kRowBytes = 2 * kK + 16;
+  static constexpr int kXRows = 8 * kXTiles;
+  static constexpr int kSlices = kK / 64; // 64-k slices of a stage
   static constexpr int kSlicesPerWarp = kSlices / kWarps;
   static_assert(kSlices % kWarps == 0, "a stage's slices divide the warps");
-  /// Partial sums of one row group: [kWarps][kRingRows][kRingMaxXRows].
-  static constexpr int kPartFloats = kWarps * kRingRows * kRingMaxXRows;
-  static constexpr int kScratchBytes = 2 * kPartFloats * 4;
-  static constexpr int kStageBytes = kRingRows * kRingRowBytes;
+  /// Partial sums of one row group, a slot of kRows x kXRows: with one row
+  /// tile, a slot per warp and two buffers alternating by group; with more
+  /// (kFold), one buffer of kWarps / kTiles slots that the warps fill in
+  /// rounds (the first round stores, the others add in warp order), so
+  /// that three stages still fit beside it.
+  static constexpr int kSlotFloats = kRows * kXRows;
+  static constexpr bool kFold = kTiles > 1;
+  static constexpr int kSlots = kWarps / kTiles;
+  static constexpr int kRounds = kWarps / kSlots;
+  static constexpr int kScratchBytes = (kFold ? 1 : 2) * kSlots * kSlotFloats * 4;
+  static constexpr int kStageBytes = kRows * kRowBytes;
 };
 
-/// Dynamic shared memory a ring of `stages` stages takes.
+/// f(RingShape<...>{}) for the ring shape that takes xRows (1..32) rows of
+/// x: one row tile for up to 8 (the x a stage reads is half its weights),
+/// two for more (half up to 16 rows, as much as its weights up to 32).
+template <int kThreads, typename F>
+__host__ __device__ auto withRingShape(int64_t xRows, const F &f) {
+  if (xRows <= 8)
+    return f(RingShape<kThreads, 1, 1>{});
+  if (xRows <= 16)
+    return f(RingShape<kThreads, 2, 2>{});
+  return f(RingShape<kThreads, 2, 4>{});
+}
+
+/// Dynamic shared memory a ring of `stages` stages for xRows rows of x takes.
 template <int kThreads>
-__host__ __device__ constexpr int64_t linearRingSmemBytes(int64_t stages) {
-  using S = RingShape<kThreads>;
-  return S::kScratchBytes + stages * S::kStageBytes;
+__host__ __device__ int64_t linearRingSmemBytes(int64_t stages,
+                                                int64_t xRows = 1) {
+  return withRingShape<kThreads>(xRows, [&](auto shape) {
+    using S = decltype(shape);
+    return int64_t(S::kScratchBytes) + stages * S::kStageBytes;
+  });
 }
 
 /// Stages of the ring for `xRows` rows of x in `smemBytes` of dynamic shared
@@ -119,19 +155,19 @@ template <int kThreads>
 __host__ __device__ int64_t linearRingStages(int64_t smemBytes, int64_t xRows) {
   if (xRows < 1 || xRows > kRingMaxXRows)
     return 0;
-  const int64_t room = smemBytes - linearRingSmemBytes<kThreads>(0);
-  const int64_t stages =
-      room <= 0
-          ? 0
-          : nv::imin(kRingMaxStages, room / RingShape<kThreads>::kStageBytes);
-  return stages >= kRingMinStages ? stages : 0;
+  return withRingShape<kThreads>(xRows, [&](auto shape) -> int64_t {
+    using S = decltype(shape);
+    const int64_t room = smemBytes - S::kScratchBytes;
+    const int64_t stages =
+        room <= 0 ? 0 : nv::imin(kRingMaxStages, room / S::kStageBytes);
+    return stages >= kRingMinStages ? stages : 0;
+  });
 }
 
 /// One tile's walk through the ring: which weights stage s holds, and the
 /// copies that fill it. The preload (before the task's inputs are ready)
 /// and the body build the same plan from the same arguments.
-template <int kThreads, typename T> struct RingPlan {
-  using S = RingShape<kThreads>;
+template <typename S, typename T> struct RingPlan {
   struct Stage {
     int64_t rowA, rows, kA, kLen;
   };
@@ -145,14 +181,14 @@ template <int kThreads, typename T> struct RingPlan {
   __device__ RingPlan(const T *w, int64_t K, int64_t n0, int64_t n1,
                       int64_t k0, int64_t k1, int64_t stages, char *smem)
       : w(w), K(K), n0(n0), n1(n1), k0(k0), k1(k1) {
-    chunks = int32_t(nv::ceilDiv(k1 - k0, kRingK));
-    total = n1 > n0 ? int32_t(nv::ceilDiv(n1 - n0, kRingRows)) * chunks : 0;
+    chunks = int32_t(nv::ceilDiv(k1 - k0, S::kK));
+    total = n1 > n0 ? int32_t(nv::ceilDiv(n1 - n0, S::kRows)) * chunks : 0;
     ring = int32_t(nv::imin(stages, total));
     RingBarriers &bars = ringBarriers();
     full = bars.full;
     empty = bars.empty;
     parity0 = bars.parity;
-    stage0 = smem + linearRingSmemBytes<kThreads>(0);
+    stage0 = smem + S::kScratchBytes;
   }
 
   /// The phase parity of the lap-th use of `slot` in this task.
@@ -163,10 +199,10 @@ template <int kThreads, typename T> struct RingPlan {
   /// The stage of row group `group`, k chunk `chunk`.
   __device__ Stage at(int32_t group, int32_t chunk) const {
     Stage st;
-    st.rowA = n0 + int64_t(group) * kRingRows;
-    st.rows = nv::imin(kRingRows, n1 - st.rowA);
-    st.kA = k0 + int64_t(chunk) * kRingK;
-    st.kLen = nv::imin(kRingK, k1 - st.kA);
+    st.rowA = n0 + int64_t(group) * S::kRows;
+    st.rows = nv::imin(S::kRows, n1 - st.rowA);
+    st.kA = k0 + int64_t(chunk) * S::kK;
+    st.kLen = nv::imin(S::kK, k1 - st.kA);
     return st;
   }
 
@@ -181,8 +217,8 @@ template <int kThreads, typename T> struct RingPlan {
     uint64_t *bar = full + s % ring;
     nv::mbarrierArriveExpectTx(bar, uint32_t(st.rows) * bytes);
     for (int64_t r = 0; r < st.rows; ++r)
-      nv::bulkCopyToShared(dst + r * kRingRowBytes, w + (st.rowA + r) * K + st.kA,
-                           bytes, bar);
+      nv::bulkCopyToShared(dst + r * S::kRowBytes,
+                           w + (st.rowA + r) * K + st.kA, bytes, bar);
   }
 
   /// Stages a preload issues: the rest wait for the body.
@@ -225,24 +261,23 @@ template <int kThreads, typename T> struct RingPlan {
 /// Every thread of the block calls it; linearRing with started = true
 /// (same arguments) then consumes them.
 template <int kThreads, typename T>
-__device__ void linearRingStart(const T *w, int64_t K, int64_t n0, int64_t n1,
-                                int64_t k0, int64_t k1, int64_t stages,
-                                char *smem) {
-  const RingPlan<kThreads, T> plan(w, K, n0, n1, k0, k1, stages, smem);
-  plan.start(plan.preloaded());
+__device__ void linearRingStart(const T *w, int64_t M, int64_t K, int64_t n0,
+                                int64_t n1, int64_t k0, int64_t k1,
+                                int64_t stages, char *smem) {
+  withRingShape<kThreads>(M, [&](auto shape) {
+    const RingPlan<decltype(shape), T> plan(w, K, n0, n1, k0, k1, stages, smem);
+    plan.start(plan.preloaded());
+  });
 }
 
-/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M <= 8, n in [n0, n1),
-/// through a ring of `stages` stages (linearRingStages) in `smem`; started:
-/// linearRingStart ran with the same arguments since the last body. k0, k1
-/// and K multiples of 8; x and w 16-byte aligned, 16-bit elements.
-template <int kThreads, typename T, typename Out>
-__device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
-                           int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-                           int64_t stages, char *smem, bool started,
-                           const Out &out) {
-  using S = RingShape<kThreads>;
-  using Plan = RingPlan<kThreads, T>;
+/// linearRing for one ring shape S.
+template <typename S, typename T, typename Out>
+__device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
+                                 int64_t n0, int64_t n1, int64_t k0,
+                                 int64_t k1, int64_t stages, char *smem,
+                                 bool started, const Out &out) {
+  using Plan = RingPlan<S, T>;
+  constexpr int kTiles = S::kRows / 16, kXTiles = S::kXRows / 8;
   const int warp = nv::warpId(), lane = nv::laneId(), g = lane >> 2,
             q = lane & 3;
   const Plan plan(w, K, n0, n1, k0, k1, stages, smem);
@@ -258,7 +293,7 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     plan.issueRest(plan.preloaded());
 
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  float acc[kTiles][kXTiles][4] = {};
   // s = lap * ring + slot = group * chunks + chunk: counters, so the loop
   // divides by nothing.
   int32_t slot = 0, chunk = 0, group = 0;
@@ -268,9 +303,10 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     const char *base = stage0 + slot * S::kStageBytes;
     nv::mbarrierWait(full + slot, plan.phase(slot, lap));
 
-    // Rows g, g + 8 of the weights and row g of x, at k = 64 * slice +
-    // 16q + 8h of the stage.
-    uint4 a[S::kSlicesPerWarp][2][2], b[S::kSlicesPerWarp][2];
+    // Rows 16t + g, 16t + g + 8 of the weights and rows 8mt + g of x, at
+    // k = 64 * slice + 16q + 8h of the stage.
+    uint4 a[S::kSlicesPerWarp][kTiles][2][2],
+        b[S::kSlicesPerWarp][kXTiles][2];
 #pragma unroll
     for (int i = 0; i < S::kSlicesPerWarp; ++i)
 #pragma unroll
@@ -278,15 +314,22 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
         const int k = 64 * (warp + i * S::kWarps) + 16 * q + 8 * h;
         const bool kOk = k < st.kLen;
 #pragma unroll
-        for (int half = 0; half < 2; ++half)
-          a[i][half][h] =
-              kOk && g + 8 * half < st.rows
-                  ? *reinterpret_cast<const uint4 *>(
-                        base + (g + 8 * half) * kRingRowBytes + 2 * k)
-                  : zero;
-        b[i][h] = kOk && g < M
-                      ? *reinterpret_cast<const uint4 *>(x + g * K + st.kA + k)
-                      : zero;
+        for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int row = 16 * t + 8 * half + g;
+            a[i][t][half][h] =
+                kOk && row < st.rows
+                    ? *reinterpret_cast<const uint4 *>(
+                          base + row * S::kRowBytes + 2 * k)
+                    : zero;
+          }
+#pragma unroll
+        for (int mt = 0; mt < kXTiles; ++mt)
+          b[i][mt][h] = kOk && 8 * mt + g < M
+                            ? *reinterpret_cast<const uint4 *>(
+                                  x + (8 * mt + g) * K + st.kA + k)
+                            : zero;
       }
     // Release the stage (each thread its own reads); thread 0 refills the
     // one before once all have.
@@ -301,7 +344,12 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     for (int i = 0; i < S::kSlicesPerWarp; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        nv::mma16816Chunks<T>(acc, a[i][0][h], a[i][1][h], b[i][h]);
+#pragma unroll
+        for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+          for (int mt = 0; mt < kXTiles; ++mt)
+            nv::mma16816Chunks<T>(acc[t][mt], a[i][t][0][h], a[i][t][1][h],
+                                  b[i][mt][h]);
 
     if (++slot == ring) {
       slot = 0;
@@ -310,29 +358,63 @@ __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
     if (++chunk != chunks)
       continue;
     chunk = 0;
-    // The row group is done: each warp's partials into this group's buffer,
-    // then each output adds the warps' in order.
-    float *part = scratch + (group++ & 1) * S::kPartFloats;
+    // The row group is done: the warps' partials meet in shared memory and
+    // each output adds them in a fixed order.
+    float *part = scratch + (S::kFold ? 0 : (group & 1) * S::kSlots *
+                                                 S::kSlotFloats);
+    ++group;
+    const int round = warp / S::kSlots;
+    float *slotOf = part + (warp % S::kSlots) * S::kSlotFloats;
+    auto each = [&](auto f) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = g + (e >= 2 ? 8 : 0), m = 2 * q + (e & 1);
-      part[(warp * kRingRows + row) * kRingMaxXRows + m] = acc[e];
-      acc[e] = 0.f;
+      for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+        for (int mt = 0; mt < kXTiles; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            f(slotOf[(16 * t + g + (e >= 2 ? 8 : 0)) * S::kXRows + 8 * mt +
+                     2 * q + (e & 1)],
+              acc[t][mt][e]);
+    };
+#pragma unroll
+    for (int r = 0; r < S::kRounds; ++r) {
+      if (round == r)
+        each([r](float &slotV, float &v) {
+          slotV = r == 0 ? v : slotV + v;
+          v = 0.f;
+        });
+      __syncthreads();
     }
-    __syncthreads();
-    const int32_t m32 = int32_t(M), outs = int32_t(st.rows) * m32; // <= 128
-    for (int32_t idx = threadIdx.x; idx < outs; idx += kThreads) {
+    const int32_t m32 = int32_t(M), outs = int32_t(st.rows) * m32;
+    for (int32_t idx = threadIdx.x; idx < outs; idx += S::kWarps * 32) {
       const int32_t row = idx / m32, m = idx - row * m32;
       float v = 0.f;
 #pragma unroll
-      for (int wv = 0; wv < S::kWarps; ++wv)
-        v += part[(wv * kRingRows + row) * kRingMaxXRows + m];
+      for (int wv = 0; wv < S::kSlots; ++wv)
+        v += part[wv * S::kSlotFloats + row * S::kXRows + m];
       out(m, st.rowA + row, v);
     }
+    if (S::kFold) // one buffer: the next group's partials wait for the sums
+      __syncthreads();
   }
   if (threadIdx.x == 0)
     plan.finish();
   __syncthreads(); // the next task reads the parity and reuses the slots
+}
+
+/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M <= 32, n in [n0, n1),
+/// through a ring of `stages` stages (linearRingStages) in `smem`; started:
+/// linearRingStart ran with the same arguments since the last body. k0, k1
+/// and K multiples of 8; x and w 16-byte aligned, 16-bit elements.
+template <int kThreads, typename T, typename Out>
+__device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
+                           int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                           int64_t stages, char *smem, bool started,
+                           const Out &out) {
+  withRingShape<kThreads>(M, [&](auto shape) {
+    linearRingShaped<decltype(shape)>(x, w, M, K, n0, n1, k0, k1, stages, smem,
+                                      started, out);
+  });
 }
 
 } // namespace detail
