@@ -11,7 +11,8 @@ unused tail of each last page, and a fresh hidden state.
 
 The baseline, per layer: fused add+RMSNorm (FlashInfer), QKV linear
 (cuBLAS via torch), per-head q/k RMSNorm for Qwen3 (FlashInfer), RoPE on the
-NeoX halves (FlashInfer apply_rope_pos_ids_inplace), K/V written to the
+NeoX halves (FlashInfer apply_rope_pos_ids_inplace; with the spec's Llama
+3.1 `rope_scaling`, apply_llama31_rope_pos_ids_inplace), K/V written to the
 paged cache (index_copy_), FlashInfer BatchDecodeWithPagedKVCacheWrapper
 (planned once per step, outside the graph, as vLLM does), O linear, fused
 add+RMSNorm, gate/up linear, SiLU*mul (FlashInfer), down linear; the final
@@ -278,10 +279,12 @@ def _ops():
                                          flashinfer.norm.fused_add_rmsnorm(x.clone(), r, wt, 1e-5)), None)
     q = torch.randn(2, 4, 128, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(2, 2, 128, device="cuda", dtype=torch.bfloat16)
-    have_rope = pick("rope", lambda: flashinfer.rope.apply_rope_pos_ids_inplace(
-        q, k, torch.zeros(2, dtype=torch.int32, device="cuda")), None)
+    pos = torch.zeros(2, dtype=torch.int32, device="cuda")
+    have_rope = pick("rope", lambda: flashinfer.rope.apply_rope_pos_ids_inplace(q, k, pos), None)
+    have_rope31 = pick("rope_llama31", lambda: flashinfer.rope.apply_llama31_rope_pos_ids_inplace(
+        q, k, pos), None)
     have_act = pick("silu_and_mul", lambda: flashinfer.activation.silu_and_mul(x), None)
-    return flashinfer, have_norm, have_rope, have_act, used
+    return flashinfer, have_norm, (have_rope, have_rope31), have_act, used
 
 
 def _torch_rmsnorm(x, w, eps):
@@ -289,12 +292,11 @@ def _torch_rmsnorm(x, w, eps):
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
 
 
-def _torch_rope(q, k, positions, theta):
+def _torch_rope(q, k, positions, theta, scaling=None):
     for t in (q, k):
         D = t.shape[-1]
         half = D // 2
-        inv = torch.pow(torch.tensor(theta, device=t.device, dtype=torch.float32),
-                        -2.0 * torch.arange(half, device=t.device, dtype=torch.float32) / D)
+        inv = refs.rope_inv_freq(D, theta, scaling, t.device).float()
         f = positions.float()[:, None] * inv[None]
         cos, sin = torch.cos(f)[:, None, :], torch.sin(f)[:, None, :]
         x1, x2 = t[..., :half].float(), t[..., half:].float()
@@ -303,11 +305,12 @@ def _torch_rope(q, k, positions, theta):
 
 def _baseline_step(ops, m: _Model, L, B, hidden, positions, slot_mapping, kv_indptr, kv_indices, table):
     """ops: what _ops() returned."""
-    flashinfer, have_norm, have_rope, have_act, used = ops
+    flashinfer, have_norm, (have_rope, have_rope31), have_act, used = ops
     s = m.shape
     hid, hq, hkv, hd, P, eps = (s["hidden"], s["num_q_heads"], s["num_kv_heads"], s["head_dim"],
                                 s["page_size"], float(s["rms_eps"]))
     theta = float(s["rope_theta"])
+    scaling = s.get("rope_scaling")
     dev = hidden.device
     workspace = torch.zeros(128 << 20, dtype=torch.uint8, device=dev)
     indptr_buf = kv_indptr.clone()
@@ -351,10 +354,16 @@ def _baseline_step(ops, m: _Model, L, B, hidden, positions, slot_mapping, kv_ind
             if s["qk_norm"]:
                 q = norm(q.contiguous(), W["q_norm"][l])
                 k = norm(k.contiguous(), W["k_norm"][l])
-            if have_rope:
+            if scaling and have_rope31:
+                flashinfer.rope.apply_llama31_rope_pos_ids_inplace(
+                    q, k, positions, rope_scale=float(scaling["factor"]), rope_theta=theta,
+                    low_freq_factor=float(scaling["low_freq_factor"]),
+                    high_freq_factor=float(scaling["high_freq_factor"]),
+                    old_context_len=int(scaling["original_max_position_embeddings"]))
+            elif have_rope and not scaling:
                 flashinfer.rope.apply_rope_pos_ids_inplace(q, k, positions, rope_theta=theta)
             else:
-                _torch_rope(q, k, positions, theta)
+                _torch_rope(q, k, positions, theta, scaling)
             kflat[l].index_copy_(0, slots, k)
             vflat[l].index_copy_(0, slots, v)
             attn = decode.run(q, (m.k_cache[l], m.v_cache[l]))

@@ -176,13 +176,30 @@ def rmsnorm(x, w, eps):
     return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
 
 
-def rope_neox(x, positions, theta: float):
+def rope_inv_freq(D: int, theta: float, scaling=None, device=None):
+    """The D / 2 inverse frequencies theta^(-2i/D) in fp64; with a spec's
+    `rope_scaling` (Llama 3.1's "llama3" rule: wavelengths below
+    original / high_freq_factor kept, above original / low_freq_factor
+    divided by factor, a linear blend between)."""
+    i = torch.arange(D // 2, dtype=torch.float64, device=device)
+    inv = torch.pow(torch.tensor(theta, dtype=torch.float64, device=device), -2.0 * i / D)
+    if not scaling:
+        return inv
+    factor = float(scaling["factor"])
+    low, high = float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+    orig = float(scaling["original_max_position_embeddings"])
+    wavelen = 2 * math.pi / inv
+    smooth = (orig / wavelen - low) / (high - low)
+    blended = (1 - smooth) * inv / factor + smooth * inv
+    return torch.where(wavelen < orig / high, inv,
+                       torch.where(wavelen > orig / low, inv / factor, blended))
+
+
+def rope_neox(x, positions, theta: float, scaling=None):
     """x [B, heads, D]; rotates the halves (NeoX). Angles in fp64."""
     D = x.shape[-1]
     half = D // 2
-    i = torch.arange(half, dtype=torch.float64, device=x.device)
-    f = positions.to(torch.float64)[:, None] * torch.pow(torch.tensor(theta, dtype=torch.float64),
-                                                         -2.0 * i / D)[None]
+    f = positions.to(torch.float64)[:, None] * rope_inv_freq(D, theta, scaling, x.device)[None]
     cos, sin = torch.cos(f).to(x.dtype)[:, None, :], torch.sin(f).to(x.dtype)[:, None, :]
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
@@ -210,8 +227,8 @@ def decoder_stack(x, weights: dict, k_cache, v_cache, shape: dict, layers: int,
         if shape["qk_norm"]:
             q = rmsnorm(q, W("q_norm", l), eps)
             k = rmsnorm(k, W("k_norm", l), eps)
-        q = rope_neox(q, positions, theta)
-        k = rope_neox(k, positions, theta)
+        q = rope_neox(q, positions, theta, shape.get("rope_scaling"))
+        k = rope_neox(k, positions, theta, shape.get("rope_scaling"))
         new_k.append(k)
         new_v.append(v)
         attn = torch.empty(B, hq, hd, dtype=dtype, device=x.device)

@@ -49,11 +49,11 @@ TEST(Model, LoadsEveryWorkload) {
     kda += w.family == Family::KdaPrefill;
     decoder += w.family == Family::Decoder;
   }
-  // 47 trace lines; tiers 7 + 5 + 2; 17 KDA entries; 6 decoder stacks.
+  // 47 trace lines; tiers 7 + 5 + 2; 17 KDA entries; 7 decoder stacks.
   EXPECT_EQ(trace, 47);
   EXPECT_EQ(mla, 47 + 14);
   EXPECT_EQ(kda, 17);
-  EXPECT_EQ(decoder, 6);
+  EXPECT_EQ(decoder, 7);
 }
 
 TEST(Model, TraceUsesDeepSeekV3Tp8Shape) {

@@ -66,6 +66,28 @@ class Refs(unittest.TestCase):
         self.assertAlmostEqual(y[1, 0, 1].item(), x[1, 0, 1].item() * math.cos(f) - x[1, 0, 5].item() * math.sin(f))
         self.assertAlmostEqual(y[1, 0, 5].item(), x[1, 0, 5].item() * math.cos(f) + x[1, 0, 1].item() * math.sin(f))
 
+    def test_llama31_inv_freq_by_definition(self):
+        from bench.matrix import refs
+        sc = {"factor": 8, "low_freq_factor": 1, "high_freq_factor": 4,
+              "original_max_position_embeddings": 8192}
+        got = refs.rope_inv_freq(128, 500000.0, sc)
+        kept = divided = blended = 0
+        for i in range(64):
+            inv = 500000.0 ** (-2.0 * i / 128)
+            wavelen = 2 * math.pi / inv
+            if wavelen < 8192 / 4:
+                want, kept = inv, kept + 1
+            elif wavelen > 8192 / 1:
+                want, divided = inv / 8, divided + 1
+            else:
+                smooth = (8192 / wavelen - 1) / (4 - 1)
+                want, blended = (1 - smooth) * inv / 8 + smooth * inv, blended + 1
+            self.assertAlmostEqual(got[i].item() / want, 1.0, places=12)
+        self.assertTrue(kept and divided and blended)  # every branch is exercised
+        plain = 500000.0 ** (-2.0 * torch.arange(64, dtype=torch.float64) / 128)
+        self.assertTrue(torch.allclose(refs.rope_inv_freq(128, 500000.0, None), plain,
+                                       rtol=1e-14, atol=0))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -59,7 +59,7 @@ class Mapping(unittest.TestCase):
     def test_decoder_layers(self):
         keys = [S.artifact_for(w) for w in self.by["decoder"]]
         self.assertEqual([a.key for a in keys],
-                         ["llama3_8b"] * 4 + ["llama3_8b_L1", "qwen3_8b"])
+                         ["llama3_8b"] * 4 + ["llama3_8b_L1", "qwen3_8b", "llama3_1_8b"])
         self.assertEqual(keys[4].args, ["--layers=1"])
         self.assertEqual(keys[4].layers, 1)
         self.assertTrue(keys[4].so_path("/x").endswith("/x/llama3_8b_L1/llama3_8b.h200.so"))
@@ -76,6 +76,10 @@ class Mapping(unittest.TestCase):
         q = S.load_spec("configs/decoder/qwen3_8b.yaml")
         self.assertEqual(q["rms_eps"], 1e-6)  # PyYAML reads 1e-6 as a string
         self.assertEqual(q["rope_theta"], 1e6)
+        l31 = S.load_spec("configs/decoder/llama3_1_8b.yaml")
+        self.assertEqual(l31["rope_scaling"]["factor"], 8)
+        self.assertEqual(l31["rope_scaling"]["original_max_position_embeddings"], 8192)
+        self.assertIsNone(S.load_spec("configs/decoder/llama3_8b.yaml").shape.get("rope_scaling"))
 
 
 class BenchConfigs(unittest.TestCase):

@@ -16,7 +16,7 @@ class WorkloadFiles(unittest.TestCase):
     def test_counts_and_keys(self):
         self.assertEqual(len(self.by["mla_decode"]), 47 + 7 + 5 + 2)
         self.assertEqual(len(self.by["kda_prefill"]), 17)
-        self.assertEqual(len(self.by["decoder"]), 6)
+        self.assertEqual(len(self.by["decoder"]), 7)
         keys = [w.key for ws in self.by.values() for w in ws]
         self.assertEqual(len(keys), len(set(keys)))
 
@@ -52,6 +52,7 @@ class WorkloadFiles(unittest.TestCase):
         d = self.by["decoder"][3]
         self.assertEqual((d.model, d.layers, d.batch, d.context), ("llama3_8b", 32, 32, 1024))
         self.assertEqual(d.lengths, [1024] * 32)
+        self.assertEqual(self.by["decoder"][6].model, "llama3_1_8b")
 
 
 class Generators(unittest.TestCase):
