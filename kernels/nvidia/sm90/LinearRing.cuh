@@ -1,7 +1,7 @@
 //===- LinearRing.cuh - A linear tile's weights through a bulk-copy ring -*-
 // CUDA -*-===//
 //
-// The path of the linear body (DecoderBodies.cuh) for up to 32 rows of x
+// The path of the linear body (LinearBodies.cuh) for up to 32 rows of x
 // when the block has the shared memory: the copy engine streams the tile's
 // weights through a ring of shared-memory stages (cp.async.bulk completing
 // on one mbarrier per stage), so the loads in flight do not depend on how
