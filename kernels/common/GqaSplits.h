@@ -86,6 +86,7 @@ struct GqaSplitTask {
   bool active = false;
   int64_t b = 0, hk = 0;          ///< request and kv head
   int64_t tBegin = 0, tEnd = 0;   ///< tokens of the request it attends to
+  int64_t first = 0; ///< the request's first kv_indices entry (checked form)
 };
 
 /// The run-time work of split task n of numTasks (n < numTasks).
@@ -111,6 +112,25 @@ LOOM_HOST_DEVICE inline GqaSplitTask gqaSplitTask(const TLen *kvLens,
     }
     first += hkv * splits;
   }
+  return t;
+}
+
+/// gqaSplitTask with its request's kv_indptr and kv_lens checked where the
+/// split reads them (MetaGuard.h, pagedRequest): a refused request's split
+/// attends to no token; `first` is where its page ids start.
+template <typename TPtr, typename TLen>
+LOOM_HOST_DEVICE inline GqaSplitTask
+gqaCheckedSplitTask(const TPtr *kvIndptr, const TLen *kvLens, int64_t batch,
+                    int64_t hkv, int64_t numTasks, int64_t n,
+                    int64_t numIndices, int64_t pageSize) {
+  GqaSplitTask t = gqaSplitTask(kvLens, batch, hkv, numTasks, n);
+  if (!t.active)
+    return t;
+  const PagedRequest req =
+      pagedRequest(kvIndptr, kvLens, t.b, numIndices, pageSize);
+  if (t.tEnd > req.len)
+    t.tBegin = t.tEnd = 0;
+  t.first = req.first;
   return t;
 }
 

@@ -46,19 +46,6 @@ constexpr bool kCheckMeta = false;
 constexpr bool kCheckMeta = true;
 #endif
 
-/// *p when 0 <= *p < limit; otherwise records the fault and returns 0 (a
-/// value in range whenever limit >= 1).
-template <typename T>
-LOOM_HOST_DEVICE inline int64_t checkedIndex(const T *p, int64_t limit,
-                                             int32_t reason) {
-  const int64_t v = int64_t(*p);
-  if (kCheckMeta && uint64_t(v) >= uint64_t(limit)) {
-    recordMetaFault(p, v, reason);
-    return 0;
-  }
-  return v;
-}
-
 /// Whether a write through `*p` may go ahead: 0 <= *p < limit; otherwise
 /// records the fault (a negative value is the caller's to handle first,
 /// e.g. a padding slot). Writes are skipped, not redirected.
@@ -71,6 +58,14 @@ LOOM_HOST_DEVICE inline bool writableIndex(const T *p, int64_t limit,
     return false;
   }
   return true;
+}
+
+/// *p when 0 <= *p < limit; otherwise records the fault and returns 0 (a
+/// value in range whenever limit >= 1).
+template <typename T>
+LOOM_HOST_DEVICE inline int64_t checkedIndex(const T *p, int64_t limit,
+                                             int32_t reason) {
+  return writableIndex(p, limit, reason) ? int64_t(*p) : 0;
 }
 
 /// Cold: records the first page id of ids[from, to) outside [0, numPages).

@@ -304,16 +304,15 @@ void gqaDecodeSplit(const TQ *q, const TK *kCache, const TV *vCache,
                     int64_t S, float smScale, int64_t b, int64_t hk,
                     int64_t s) {
   const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
-  const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
+  const GqaSplitTask task = gqaCheckedSplitTask(
+      kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
   if (!task.active)
     return;
   b = task.b;
   hk = task.hk;
-  const PagedRequest req = pagedRequest(kvIndptr, kvLens, b, numIndices, P);
-  const int64_t tBegin = task.tEnd > req.len ? 0 : task.tBegin;
-  const int64_t tEnd = task.tEnd > req.len ? 0 : task.tEnd;
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
   const int64_t group = Hq / Hkv;
-  const TInd *pages = kvIndices + req.first;
+  const TInd *pages = kvIndices + task.first;
   float *lsePart = workspace + numTasks * group * Dv;
   // One head at a time, accumulating straight into this task's own
   // workspace row: no stack buffer sized by Dv or the group.

@@ -328,7 +328,6 @@ Status CudaExecutor::readyToLaunch() const {
 }
 
 Status CudaExecutor::checkBindings(const LoomBinding *bindings) {
-  lastBindings_.assign(bindings, bindings + table_->numBuffers());
   return bindingChecker_.check(
       *table_, epoch_, bindings, ctx_->allocations(),
       [this](const void *ptr) { return unknownPointer(ptr); }, "CUDA driver",
@@ -586,7 +585,7 @@ Status CudaExecutor::checkStreamLaunches(uint64_t atLeast, StreamCheck *out) {
     epoch_ = hi;
     WatchHooks hooks;
     hooks.readCounts = [this] { return readCounts(); };
-    hooks.bindings = &lastBindings_;
+    hooks.bindings = &bindingChecker_.checked();
     Status failure = endedLaunchStatus(*table_, last, epoch_, LaunchWatch(),
                                        timeoutCycles_, hooks);
     if (failure.ok())
@@ -643,7 +642,7 @@ WatchHooks CudaExecutor::hooks() {
   };
   h.raiseAbort = [this] { raiseAbort(); };
   h.readCounts = [this] { return readCounts(); };
-  h.bindings = &lastBindings_;
+  h.bindings = &bindingChecker_.checked();
   return h;
 }
 

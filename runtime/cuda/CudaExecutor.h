@@ -140,8 +140,6 @@ private:
   CUdeviceptr events_ = 0;
   // A kernel without LOOM_DEVICE_INLINE_BINDINGS reads the bindings here,
   // copied before each launch; 0 for one that takes them by value.
-  // The last launch's bindings, to name a meta value a body refused.
-  std::vector<LoomBinding> lastBindings_;
   CUdeviceptr bindings_ = 0;
   const bool inlineBindings_;
   // The kernel's second parameter: max(1, num_buffers) bindings.

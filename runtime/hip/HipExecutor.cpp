@@ -295,8 +295,6 @@ Status HipExecutor::prepareQueuedLaunch() {
 }
 
 Status HipExecutor::launch(const LaunchParams &params) {
-  lastBindings_.assign(params.bindings,
-                       params.bindings + table_->numBuffers());
   if (inFlight_ || wedged_)
     return makeError(LOOMRT_ERROR_INTERNAL, "program ", quoted(table_->name()),
                      ": launch while its kernel is still running");
@@ -442,7 +440,7 @@ WatchHooks HipExecutor::hooks() {
   };
   h.raiseAbort = [this] { raiseAbort(); };
   h.readCounts = [this] { return readCounts(); };
-  h.bindings = &lastBindings_;
+  h.bindings = &bindingChecker_.checked();
   return h;
 }
 

@@ -90,8 +90,6 @@ private:
   hipEvent_t start_ = nullptr;
   hipEvent_t end_ = nullptr;
   void *events_ = nullptr;
-  // The last launch's bindings, to name a meta value a body refused.
-  std::vector<LoomBinding> lastBindings_;
   void *bindings_ = nullptr;
   void *workspace_ = nullptr;
   // Pinned, mapped, coherent: status records | abort flag | launch gate |

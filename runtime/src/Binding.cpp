@@ -92,6 +92,13 @@ Status boundBytes(const ProgramTable &table, int32_t index, size_t *bytes) {
   return Status();
 }
 
+uint64_t bindingBytes(const LoomBufferDesc &desc, const LoomBinding &binding) {
+  uint64_t bytes = loomrt_elem_bytes(desc.elem);
+  for (int32_t k = 0; k < desc.rank; ++k)
+    bytes *= static_cast<uint64_t>(binding.dims[k]);
+  return bytes;
+}
+
 std::string launchName(uint64_t epoch) {
   return epoch ? "launch " + std::to_string(epoch) : "launch on a stream";
 }
@@ -113,12 +120,10 @@ Status DeviceBindingChecker::check(
     const LoomBufferDesc &b = table.buffer(i);
     const LoomBinding &binding = bindings[i];
     const auto ptr = reinterpret_cast<uintptr_t>(binding.data);
-    uint64_t bytes = loomrt_elem_bytes(b.elem);
+    const uint64_t bytes = bindingBytes(b, binding);
     std::string dims;
-    for (int32_t k = 0; k < b.rank; ++k) {
-      bytes *= static_cast<uint64_t>(binding.dims[k]);
+    for (int32_t k = 0; k < b.rank; ++k)
       dims += (k ? ", " : "") + std::to_string(binding.dims[k]);
-    }
     auto fail = [&](const auto &...parts) {
       return makeError(LOOMRT_ERROR_BINDING, "program ", quoted(table.name()),
                        " ", launchName(epoch), ": buffer ", quoted(b.name),

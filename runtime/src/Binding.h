@@ -31,6 +31,10 @@ Status checkBinding(const ProgramTable &table, int32_t index, void *data,
 /// overflow.
 Status boundBytes(const ProgramTable &table, int32_t index, size_t *bytes);
 
+/// Bytes `binding` (of a buffer described by `desc`) spans: its element
+/// size times its dims.
+uint64_t bindingBytes(const LoomBufferDesc &desc, const LoomBinding &binding);
+
 /// How messages name a launch: "launch 3", or "launch on a stream" for one
 /// the kernel numbers itself (epoch 0: loomrt_launch_on_stream).
 std::string launchName(uint64_t epoch);
@@ -50,6 +54,10 @@ public:
                const DeviceAllocations &allocations,
                const std::function<std::string(const void *)> &unknownPointer,
                const char *runtimeName, const std::string &device);
+
+  /// The bindings of the last launch that passed: those of the launch that
+  /// ran last, which its reports name buffers from.
+  const std::vector<LoomBinding> &checked() const { return checked_; }
 
 private:
   std::vector<LoomBinding> checked_;

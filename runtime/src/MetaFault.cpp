@@ -3,6 +3,7 @@
 #include "runtime/src/MetaFault.h"
 
 #include "loom/loomrt.h"
+#include "runtime/src/Binding.h"
 #include "runtime/src/Error.h"
 
 #include <cstdio>
@@ -51,10 +52,7 @@ std::string describeMetaFault(const ProgramTable &table,
     const LoomBufferDesc &desc = table.buffer(static_cast<int32_t>(i));
     const auto base = reinterpret_cast<uintptr_t>(bindings[i].data);
     const size_t elem = loomrt_elem_bytes(desc.elem);
-    size_t entries = 1;
-    for (int32_t k = 0; k < desc.rank; ++k)
-      entries *= static_cast<size_t>(bindings[i].dims[k]);
-    if (!elem || where < base || where >= base + entries * elem)
+    if (!elem || where < base || where >= base + bindingBytes(desc, bindings[i]))
       continue;
     os << desc.name << "[" << (where - base) / elem << "]";
     named = true;

@@ -986,16 +986,14 @@ __device__ __forceinline__ int32_t gqaDecodeSplit(
     int64_t hk, int64_t s, char *lds) {
   const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
   // Every thread computes the same mapping: the branches stay block-uniform.
-  const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
+  const GqaSplitTask task = gqaCheckedSplitTask(
+      kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
   if (!task.active)
     return am::kBodyOk;
   b = task.b;
   hk = task.hk;
-  const PagedRequest req = pagedRequest(kvIndptr, kvLens, b, numIndices, P);
-  const bool refused = task.tEnd > req.len;
-  const int64_t tBegin = refused ? 0 : task.tBegin;
-  const int64_t tEnd = refused ? 0 : task.tEnd;
-  const CheckedPages<TInd> pages{kvIndices + req.first, numPages};
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
+  const CheckedPages<TInd> pages{kvIndices + task.first, numPages};
   // The ids the split reads, those of its tokens: a refused one reads as
   // page 0 (a select in the token loop) and is recorded by report() at the
   // end (MetaGuard.h).

@@ -502,20 +502,17 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     int64_t hk, int64_t s, char *smem) {
   const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
   // Every thread computes the same mapping (a few passes over kv_lens), so
-  // the branches below stay block-uniform.
-  const GqaSplitTask task = gqaSplitTask(kvLens, batch, Hkv, numTasks, n);
+  // the branches below stay block-uniform. Every request has a split task,
+  // which checks its meta values (MetaGuard.h); a refused one reads no token.
+  const GqaSplitTask task = gqaCheckedSplitTask(
+      kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
   if (!task.active)
     return nv::kBodyOk;
   b = task.b;
   hk = task.hk;
-  // Every request has a split task, which checks its meta values
-  // (MetaGuard.h); a refused one reads no token.
-  const PagedRequest req = pagedRequest(kvIndptr, kvLens, b, numIndices, P);
-  const bool refused = task.tEnd > req.len;
-  const int64_t tBegin = refused ? 0 : task.tBegin;
-  const int64_t tEnd = refused ? 0 : task.tEnd;
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
   const int64_t group = Hq / Hkv;
-  const CheckedPages<TInd> pages{kvIndices + req.first, numPages};
+  const CheckedPages<TInd> pages{kvIndices + task.first, numPages};
   // The ids the split reads, those of its tokens: report() at its end.
   const int64_t idFrom = tBegin / P, idTo = tEnd > tBegin ? (tEnd - 1) / P + 1 : 0;
   float *oPart = workspace;

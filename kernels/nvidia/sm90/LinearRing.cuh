@@ -103,8 +103,9 @@ template <int kThreads> __device__ void linearRingInit() {
 /// weight rows (one bulk copy of 4 KB / kTiles per row), so a stage's x
 /// chunk serves 16 kTiles weight rows: the x each stage reads from L2 is
 /// kXTiles / (2 kTiles) of its weights.
-template <int kThreads, int kTiles, int kXTiles> struct RingShape {
+template <int kThreads, int kRowTiles, int kXRowTiles> struct RingShape {
   static constexpr int kWarps = kThreads / 32;
+  static constexpr int kTiles = kRowTiles, kXTiles = kXRowTiles;
   static constexpr int kRows = 16 * kTiles;     // weight rows a stage holds
   static constexpr int kK = kRingStageElems / kRows; // k a stage holds
   /// A weight row in a stage, padded by 16 bytes so the 8 rows a
@@ -120,9 +121,9 @@ template <int kThreads, int kTiles, int kXTiles> struct RingShape {
   /// rounds (the first round stores, the others add in warp order), so
   /// that three stages still fit beside it.
   static constexpr int kSlotFloats = kRows * kXRows;
-  static constexpr bool kFold = kTiles > 1;
-  static constexpr int kSlots = kWarps / kTiles;
-  static constexpr int kRounds = kWarps / kSlots;
+  static constexpr int kRounds = kTiles;
+  static constexpr bool kFold = kRounds > 1;
+  static constexpr int kSlots = kWarps / kRounds;
   static constexpr int kScratchBytes = (kFold ? 1 : 2) * kSlots * kSlotFloats * 4;
   static constexpr int kStageBytes = kRows * kRowBytes;
 };
@@ -277,7 +278,7 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
                                  int64_t k1, int64_t stages, char *smem,
                                  bool started, const Out &out) {
   using Plan = RingPlan<S, T>;
-  constexpr int kTiles = S::kRows / 16, kXTiles = S::kXRows / 8;
+  constexpr int kTiles = S::kTiles, kXTiles = S::kXTiles;
   const int warp = nv::warpId(), lane = nv::laneId(), g = lane >> 2,
             q = lane & 3;
   const Plan plan(w, K, n0, n1, k0, k1, stages, smem);
