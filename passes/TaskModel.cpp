@@ -143,9 +143,20 @@ PartitionAttr partitionGqa(GqaDecodeOp op, TargetAttr target,
   double flops = 4.0 * tokens * d * (hq / hkv);
   int64_t scratch = tasks * (hq / hkv) * (d + 1) * 4;
   // A merge reads its pair's splits: `splits` at the full batch, more below.
+  double mergeBytes = double(splits) * (hq / hkv) * (d + 1) * 4;
+  // NVIDIA's splits merge their pair themselves, the last to arrive
+  // (kernels/nvidia/sm90/GqaDecodeBodies.cuh, gqaDecode): no merge phase,
+  // no whole-phase event.
+  ::loom::Vendor vendor;
+  if (::loom::vendorOfArch(target.getArch().str(), vendor) &&
+      vendor == ::loom::Vendor::Nvidia)
+    return makePartition(op->getContext(), {tasks}, {splits},
+                         {costNs(target, kvBytes, flops) +
+                          costNs(target, mergeBytes, 0) / double(splits)},
+                         scratch);
   return makePartition(op->getContext(), {tasks, batch * hkv}, {splits},
                        {costNs(target, kvBytes, flops),
-                        costNs(target, double(splits) * (hq / hkv) * (d + 1) * 4, 0)},
+                        costNs(target, mergeBytes, 0)},
                        scratch);
 }
 
@@ -335,17 +346,22 @@ PartitionAttr mlir::loom::choosePartition(Operation *op, TargetAttr target,
 
 int64_t mlir::loom::taskCounters(Operation *op, PartitionAttr partition,
                                  const GraphBounds &bounds) {
-  auto mla = dyn_cast<MlaDecodeOp>(op);
-  if (!mla || partition.getTasks().size() != 1)
+  if (partition.getTasks().size() != 1)
     return 0;
-  return dimOf(mla.getQNope(), 0, bounds); // one per request
+  if (auto mla = dyn_cast<MlaDecodeOp>(op))
+    return dimOf(mla.getQNope(), 0, bounds); // one per request
+  if (auto gqa = dyn_cast<GqaDecodeOp>(op)) // one per (request, kv head)
+    return dimOf(gqa.getQ(), 0, bounds) * dimOf(gqa.getKCache(), 2, bounds);
+  return 0;
 }
+
+bool mlir::loom::countersWait(Operation *op) { return !isa<GqaDecodeOp>(op); }
 
 SmallVector<SmallVector<int64_t>>
 mlir::loom::coRunningTasks(ProgramOp program) {
   DenseMap<int64_t, int64_t> groupOf; // op id -> index in `groups`
   for (Operation &op : program->getParentOp()->getRegion(0).front())
-    if (op.hasAttr(kCountersAttr))
+    if (op.hasAttr(kCountersAttr) && countersWait(&op))
       if (auto id = op.getAttrOfType<IntegerAttr>(kOpIdAttr))
         groupOf.try_emplace(id.getInt(), groupOf.size());
   SmallVector<SmallVector<int64_t>> groups(groupOf.size());
@@ -429,6 +445,11 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
                           o.getKvIndptr(), o.getKvIndices(), o.getKvLens()})
             a.whole(v, false);
           a.scratch(true);
+          if (p.getTasks().size() == 1) {
+            // One phase: the last split of a pair merges it (any pair's).
+            a.scratch(false);
+            a.whole(o.getO(), true);
+          }
           return;
         }
         // Merge task = pair (request, kv head); its splits are any tasks'.

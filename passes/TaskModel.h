@@ -10,7 +10,9 @@
 //   silu_mul, add:   [elements per task]
 //   linear:          [N tile, K splits]; K splits > 1 adds a reduce phase
 //   gqa_decode:      [KV splits S]; phase 0: (request, KV head, split),
-//                    phase 1: merge per (request, KV head)
+//                    phase 1: merge per (request, KV head); one phase
+//                    (NVIDIA): the last split of a pair to arrive merges
+//                    it (per-pair counters)
 //   mla_decode:      [work slots W, merge tasks M]; phase 0 balances the
 //                    runtime tokens over W slots, phase 1 merges per request;
 //                    M = 0 (NVIDIA): one phase, the slots of a split
@@ -82,13 +84,20 @@ void getTaskAccesses(Operation *op, PartitionAttr partition, int64_t phase,
 
 /// Counters the op's bodies keep for themselves (events with needs(0) that
 /// loom-derive-events allocates and marks with kCountersAttr): a one-phase
-/// mla_decode's per-request arrival counters; 0 for every other op.
+/// mla_decode's per-request and a one-phase gqa_decode's per-(request, KV
+/// head) arrival counters; 0 for every other op.
 int64_t taskCounters(Operation *op, PartitionAttr partition,
                      const GraphBounds &bounds);
 
+/// Whether the op's tasks wait for each other on their counters (mla_decode:
+/// every slot merges once all pieces are in), true unless they only count
+/// arrivals (gqa_decode: the last split to arrive merges, nobody waits).
+bool countersWait(Operation *op);
+
 /// Tasks that must all be running at once, each on its own worker: those of
 /// an op whose bodies wait for each other through their own counters
-/// (kCountersAttr). One list per such op, task ids in program order.
+/// (kCountersAttr, countersWait). One list per such op, task ids in program
+/// order.
 llvm::SmallVector<llvm::SmallVector<int64_t>> coRunningTasks(ProgramOp program);
 
 /// Bytes of a buffer type with dynamic dimensions at their bound.

@@ -88,7 +88,11 @@ template <typename TInd> struct CheckedPages {
   int64_t numPages;
   mutable bool bad = false;
   LOOM_HOST_DEVICE int64_t operator[](int64_t i) const {
-    const int64_t v = int64_t(ids[i]);
+    return checked(int64_t(ids[i]));
+  }
+  /// operator[]'s check of an id loaded earlier (a loop that loads the ids
+  /// of its next step ahead checks them where it uses them).
+  LOOM_HOST_DEVICE int64_t checked(int64_t v) const {
     if (!kCheckMeta)
       return v;
     const bool ok = uint64_t(v) < uint64_t(numPages);

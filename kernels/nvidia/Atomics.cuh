@@ -117,6 +117,19 @@ fetchAddReleaseGpu(unsigned long long *p, unsigned long long v) {
   return old;
 }
 
+/// Acquire-release fetch-add: an arrival that publishes the caller's earlier
+/// stores and, when the value it sees makes it the last, also sees everyone
+/// else's.
+__device__ __forceinline__ unsigned long long
+fetchAddAcqRelGpu(unsigned long long *p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
+
 /// Relaxed device-scope store: the control words.
 __device__ __forceinline__ void storeRelaxedGpu(unsigned long long *p,
                                                 unsigned long long v) {

@@ -330,9 +330,18 @@ public:
           int64_t hq = dim(o.getQ(), 1), hkv = dim(o.getKCache(), 2), s = params[0];
           int64_t maxB = dim(o.getQ(), 0);
           os << "  const int64_t batch = std::min<int64_t>(rt, " << maxB << "LL);\n";
+          // One phase: the last split of a pair merges it, counting arrivals
+          // on per-pair counters among the launch's events.
+          const bool onePhase = p.getTasks().size() == 1;
+          auto counters = o->getAttrOfType<DenseI64ArrayAttr>(kCountersAttr);
+          if (onePhase && (!counters || !dialect.passEvents))
+            return LogicalResult(
+                o.emitOpError("is partitioned into one phase, which needs ")
+                << (counters ? "a target whose bodies take the event counters"
+                             : "its counters; run loom-derive-events first"));
           if (phase == 0) {
             os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
-               << "  " << call() << dialect.bodies << "gqaDecodeSplit" << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
+               << "  " << call() << dialect.bodies << (onePhase ? "gqaDecode" : "gqaDecodeSplit") << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
                << ", " << ptr(o.getVCache()) << ", " << ptr(o.getKvIndptr()) << ", "
                << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << scratch(op)
                << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
@@ -340,7 +349,10 @@ public:
                << dim(o.getKCache(), 1) << "LL, " << dim(o.getKCache(), 0) << "LL, "
                << bindingOf(o.getKvIndices()) << ".dims[0], " << s << "LL, "
                << floatLiteral(o.getSmScale().convertToDouble()) << ", pair / " << hkv
-               << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ")" << endCall() << ";\n";
+               << "LL, pair % " << hkv << "LL, s";
+            if (onePhase)
+              os << ", " << ptr(o.getO(), false) << ", events + " << counters[0] << "LL";
+            os << dialect.extraArgs << ")" << endCall() << ";\n";
           } else {
             os << "  " << call() << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", "
                << ptr(o.getKvLens()) << ", " << ptr(o.getO(), false)

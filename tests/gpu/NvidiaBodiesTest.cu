@@ -607,6 +607,21 @@ struct GqaSplitTile {
   }
 };
 
+/// One phase: split task t, then the pair's last split merges it into o.
+struct GqaOnePhaseTile {
+  GqaSplitTile split;
+  bf16 *o;
+  unsigned long long *arrivals;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const GqaSplitTile &f = split;
+    const int64_t pair = tile / f.S, s = tile % f.S;
+    return sm90::gqaDecode<kThreads>(
+        f.q, f.kc, f.vc, f.indptr, f.indices, f.lens, f.ws, f.batch, f.maxB,
+        f.Hq, f.Hkv, f.D, f.Dv, f.P, f.pages, f.numIndices, f.S, f.scale,
+        pair / f.Hkv, pair % f.Hkv, s, o, arrivals, smem);
+  }
+};
+
 struct GqaMergeTile {
   const float *ws;
   const int32_t *lens;
@@ -659,15 +674,21 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
   GqaSplitTile f0{dq.p, dkc.p, dvc.p, dip.p, dind.p, dlens.p, dws.p, batch,
                   maxB, Hq, Hkv, D, Dv, P, pg.numPages,
                   int64_t(pg.indices.size()), S, scale};
-  // The fast path (its own shared memory), then the staged one (all a
-  // kernel has), whose partials the merges below read.
-  for (int64_t splitSmem :
-       {sm90::gqaSplitSmemBytes<kThreads>(D), kernelSmem()}) {
+  // The fast path (its own shared memory); at D = 64 and 128 the tensor-core
+  // path with two stages a warp, then with all a kernel has (three or
+  // four); at other D the staged path. The merges below read the last.
+  std::vector<std::pair<int64_t, const char *>> splitRuns = {
+      {sm90::gqaSplitSmemBytes<kThreads>(D), " partials"}};
+  if (D == 64 || D == 128)
+    splitRuns.push_back(
+        {kThreads / 32 * 2 * sm90::detail::gqaMmaStageBytes(D),
+         " partials mma 2 stages"});
+  splitRuns.push_back(
+      {kernelSmem(), D == 64 || D == 128 ? " partials mma" : " partials staged"});
+  for (auto [splitSmem, what] : splitRuns) {
     dws.put(poisonVec<float>(wsFloats));
     expectStatus(name, runTiles(f0, maxB * Hkv * S, splitSmem), 0);
-    compare(name + (splitSmem == kernelSmem() ? " partials staged"
-                                              : " partials"),
-            dws.get(), refWs, 1e-3, 1e-3);
+    compare(name + what, dws.get(), refWs, 1e-3, 1e-3);
   }
   // The merge with its weights in shared memory, then the plain loop.
   for (int64_t mergeSmem : {kernelSmem(), int64_t(0)}) {
@@ -676,6 +697,18 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
     expectStatus(name, runTiles(f1, maxB * Hkv, mergeSmem), 0);
     compare(name + (mergeSmem ? " merge smem" : " merge"), dout.get(), ref,
             1e-2, 1e-2);
+  }
+  // One phase (gqaDecode), three launches: the pairs' counters are never
+  // reset, so each launch must find its last arrivals from what it sees.
+  Dev<unsigned long long> arrivals(
+      std::vector<unsigned long long>(size_t(maxB * Hkv), 0ull));
+  GqaOnePhaseTile f2{f0, dout.p, arrivals.p};
+  for (int launch = 1; launch <= 3; ++launch) {
+    dws.put(poisonVec<float>(wsFloats));
+    dout.put(poisonVec<bf16>(ref.size()));
+    expectStatus(name, runTiles(f2, maxB * Hkv * S, kernelSmem()), 0);
+    compare(name + " one phase, launch " + std::to_string(launch), dout.get(),
+            ref, 1e-2, 1e-2);
   }
 }
 

@@ -25,7 +25,8 @@
 // functions: linearTile/linearPartial 32 KB (up to 32 rows of x stream the
 // weights through a ring in whatever the launch gives, at least
 // linearRingSmemBytes(3, rows): LinearRing.cuh), rope 2 KB, gqaDecodeSplit
-// 33 KB (D = 128) / 66 KB (D = 256), the others none (rmsnormRows and
+// 33 KB (D = 128) / 66 KB (D = 256), its tensor-core path at least 128 KB
+// (D = 128: GqaSplitMma.cuh), the others none (rmsnormRows and
 // argmaxRows use 32 B / 96 B of static shared memory). Each body checks
 // what the launch gave (%dynamic_smem_size) and with less takes a slower
 // path that needs none, with the same results.

@@ -8,10 +8,13 @@
 #define LOOM_KERNELS_NVIDIA_SM90_GQADECODEBODIES_CUH
 
 #include "kernels/common/GqaSplits.h"
+#include "kernels/nvidia/Atomics.cuh"
 #include "kernels/nvidia/MetaFault.cuh"
 #include "kernels/nvidia/sm90/DecoderCommon.cuh"
+#include "kernels/nvidia/sm90/GqaSplitMma.cuh"
 
 #include <cstdint>
+#include <type_traits>
 
 
 namespace loom {
@@ -385,22 +388,8 @@ __device__ void gqaSplitFast(const TQ *q, const TK *kCache, const TV *vCache,
     }
   }
   __syncthreads();
-  for (int64_t idx = threadIdx.x; idx < nh * D; idx += kThreads) {
-    const int64_t h = idx / D, d = idx % D;
-    float mx = nv::kNegInf;
-    for (int w = 0; w < kWarps; ++w)
-      mx = fmaxf(mx, sM[w * kG + h]);
-    float lsum = 0.f, o = 0.f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float c = nv::rescale2(sM[w * kG + h], mx);
-      lsum += sL[w * kG + h] * c;
-      o += sPart[(w * kG + h) * D + d] * c;
-    }
-    const int64_t row = slotRow + h0 + h;
-    oPart[row * D + d] = lsum > 0.f ? o / lsum : 0.f;
-    if (d == 0)
-      lsePart[row] = lsum > 0.f ? (mx + log2f(lsum)) * nv::kLn2 : nv::kNegInf;
-  }
+  gqaStoreWarpStates<kThreads>(sPart, sM, sL, kG, D, nh, oPart, lsePart,
+                               slotRow + h0);
   __syncthreads(); // shared memory is reused by the next pass
 }
 
@@ -485,6 +474,79 @@ gqaSplitGroup(const TQ *q, const TK *kCache, const TV *vCache,
                                     Hq, Hkv, D, P, smScale, b, hk, h0, nh,
                                     slotRow, tBegin, tEnd, sm);
 }
+
+/// gqaDecodeSplit's work once task n of numTasks is mapped (task.active).
+template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
+__device__ __forceinline__ int32_t
+gqaSplitWork(const GqaSplitTask &task, int64_t n, int64_t numTasks,
+             const TQ *q, const TK *kCache, const TV *vCache,
+             const TInd *kvIndices, float *workspace, int64_t Hq, int64_t Hkv,
+             int64_t D, int64_t Dv, int64_t P, int64_t numPages, float smScale,
+             char *smem) {
+  const int64_t b = task.b, hk = task.hk;
+  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
+  const int64_t group = Hq / Hkv;
+  const CheckedPages<TInd> pages{kvIndices + task.first, numPages};
+  // The ids the split reads, those of its tokens: report() at its end.
+  const int64_t idFrom = tBegin / P, idTo = tEnd > tBegin ? (tEnd - 1) / P + 1 : 0;
+  float *oPart = workspace;
+  float *lsePart = workspace + numTasks * group * Dv;
+  // Row of absolute head h is slotRow + h: rows n * group .. + group - 1.
+  const int64_t slotRow = (n - hk) * group;
+  const bool fast = D == Dv && (D == 64 || D == 128 || D == 256) &&
+                    nv::isAligned16(q) && nv::isAligned16(kCache) &&
+                    nv::isAligned16(vCache) &&
+                    nv::dynamicSmemBytes() >= gqaSplitSmemBytes<kThreads>(D);
+  if (!fast) {
+    detail::gqaSplitGeneric<kThreads>(
+        q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, Dv, P, smScale, b,
+        hk, hk * group, (hk + 1) * group, slotRow, tBegin, tEnd);
+    pages.report(idFrom, idTo);
+    return nv::kBodyOk;
+  }
+  if constexpr (std::is_same_v<TQ, TK> && std::is_same_v<TK, TV> &&
+                detail::kIs16Bit<TK>) {
+    const int stages =
+        detail::gqaMmaStages<kThreads>(nv::dynamicSmemBytes(), D);
+    if ((D == 64 || D == 128) && stages &&
+        detail::gqaMmaRowsFit(numPages, P, Hkv)) {
+      for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
+           h0 += detail::kGqaMmaHeads) {
+        const int64_t nh = imin(detail::kGqaMmaHeads, (hk + 1) * group - h0);
+        if (D == 64)
+          detail::gqaSplitMmaStages<kThreads, 64>(
+              stages, q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, P,
+              smScale, b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
+        else
+          detail::gqaSplitMmaStages<kThreads, 128>(
+              stages, q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, P,
+              smScale, b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
+      }
+      pages.report(idFrom, idTo);
+      return nv::kBodyOk;
+    }
+  }
+  const bool staged = detail::kIs16Bit<TK> && detail::kIs16Bit<TV> &&
+                      nv::dynamicSmemBytes() >= gqaStagedSmemBytes<kThreads>(D);
+  for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
+       h0 += detail::kGqaMaxGroup) {
+    const int64_t nh = imin(detail::kGqaMaxGroup, (hk + 1) * group - h0);
+    if (D == 64)
+      detail::gqaSplitGroup<kThreads, 8>(
+          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
+          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
+    else if (D == 128)
+      detail::gqaSplitGroup<kThreads, 16>(
+          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
+          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
+    else
+      detail::gqaSplitGroup<kThreads, 32>(
+          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
+          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
+  }
+  pages.report(idFrom, idTo);
+  return nv::kBodyOk;
+}
 } // namespace detail
 
 /// Phase 0, split task n = (b * Hkv + hk) * S + s of N = maxBatch * Hkv * S
@@ -508,48 +570,9 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
       kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
   if (!task.active)
     return nv::kBodyOk;
-  b = task.b;
-  hk = task.hk;
-  const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
-  const int64_t group = Hq / Hkv;
-  const CheckedPages<TInd> pages{kvIndices + task.first, numPages};
-  // The ids the split reads, those of its tokens: report() at its end.
-  const int64_t idFrom = tBegin / P, idTo = tEnd > tBegin ? (tEnd - 1) / P + 1 : 0;
-  float *oPart = workspace;
-  float *lsePart = workspace + numTasks * group * Dv;
-  // Row of absolute head h is slotRow + h: rows n * group .. + group - 1.
-  const int64_t slotRow = (n - hk) * group;
-  const bool fast = D == Dv && (D == 64 || D == 128 || D == 256) &&
-                    nv::isAligned16(q) && nv::isAligned16(kCache) &&
-                    nv::isAligned16(vCache) &&
-                    nv::dynamicSmemBytes() >= gqaSplitSmemBytes<kThreads>(D);
-  if (!fast) {
-    detail::gqaSplitGeneric<kThreads>(
-        q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, Dv, P, smScale, b,
-        hk, hk * group, (hk + 1) * group, slotRow, tBegin, tEnd);
-    pages.report(idFrom, idTo);
-    return nv::kBodyOk;
-  }
-  const bool staged = detail::kIs16Bit<TK> && detail::kIs16Bit<TV> &&
-                      nv::dynamicSmemBytes() >= gqaStagedSmemBytes<kThreads>(D);
-  for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
-       h0 += detail::kGqaMaxGroup) {
-    const int64_t nh = imin(detail::kGqaMaxGroup, (hk + 1) * group - h0);
-    if (D == 64)
-      detail::gqaSplitGroup<kThreads, 8>(
-          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
-          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
-    else if (D == 128)
-      detail::gqaSplitGroup<kThreads, 16>(
-          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
-          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
-    else
-      detail::gqaSplitGroup<kThreads, 32>(
-          q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, D, P, smScale, b,
-          hk, h0, nh, slotRow, tBegin, tEnd, staged, smem);
-  }
-  pages.report(idFrom, idTo);
-  return nv::kBodyOk;
+  return detail::gqaSplitWork<kThreads>(task, n, numTasks, q, kCache, vCache,
+                                        kvIndices, workspace, Hq, Hkv, D, Dv,
+                                        P, numPages, smScale, smem);
 }
 
 /// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
@@ -625,6 +648,46 @@ __device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
     nv::stF(o, (b * Hq + hk * group + j) * Dv + d, out);
   }
   return nv::kBodyOk;
+}
+
+/// One phase: split task n as gqaDecodeSplit, then an arrival on its pair's
+/// counter (`arrivals[b * Hkv + hk]`, among the launch's events, never
+/// reset: GqaSplitTask::arrival); the split that arrives last merges the
+/// pair into o as gqaDecodeMerge. Nobody waits, so the tasks need not run
+/// at once, and no merge phase or whole-phase event stands between the
+/// splits and the op's readers.
+template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
+          typename TInd, typename TLen, typename TO>
+__device__ __noinline__ int32_t gqaDecode(
+    const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
+    const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
+    int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
+    int64_t numPages, int64_t numIndices, int64_t S, float smScale, int64_t b,
+    int64_t hk, int64_t s, TO *o, unsigned long long *arrivals, char *smem) {
+  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
+  const GqaSplitTask task = gqaCheckedSplitTask(
+      kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
+  if (!task.active)
+    return nv::kBodyOk;
+  const int32_t status = detail::gqaSplitWork<kThreads>(
+      task, n, numTasks, q, kCache, vCache, kvIndices, workspace, Hq, Hkv, D,
+      Dv, P, numPages, smScale, smem);
+  if (status != nv::kBodyOk)
+    return status;
+  // Once the block's partials are written, the arrival releases them and,
+  // for the last, acquires the others'.
+  __shared__ int lastArrival;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned long long seen = nv::fetchAddAcqRelGpu(
+        arrivals + task.b * Hkv + task.hk, task.arrival);
+    lastArrival = (seen + task.arrival) % kGqaLaunchArrivals == 0;
+  }
+  __syncthreads();
+  if (!lastArrival)
+    return nv::kBodyOk;
+  return gqaDecodeMerge<kThreads>(workspace, kvLens, o, batch, maxBatch, Hq,
+                                  Hkv, Dv, S, task.b, task.hk, smem);
 }
 
 } // namespace sm90

@@ -95,3 +95,25 @@ loom.graph @split_kv_any_request target(#tiny) (input %x : memref<2x2x16xbf16>, 
   loom.rmsnorm ins(%x, %g : memref<2x2x16xbf16>, memref<16xbf16>) outs(%q : memref<2x2x16xbf16>) {eps = 1.0e-05 : f32}
   loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<2x2x16xbf16>, memref<8x4x1x16xbf16>, memref<8x4x1x16xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<2x2x16xbf16>) {sm_scale = 0.25 : f32}
 }
+
+// -----
+
+// One phase (an NVIDIA target): the last split of a (request, KV head) pair
+// to arrive merges it, counting arrivals on the op's own counters (events
+// with needs(0), one per pair, that no task waits on or triggers); the
+// output's reader waits for every split.
+#tiny_nv = #loom.target<name = "tiny", arch = "sm_90a", workers = 2, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 50, bf16_tflops = 1>
+// CHECK-LABEL: loom.graph @split_kv_one_phase
+// CHECK:      loom.gqa_decode {{.*}}loom.counters = array<i64: 1, 1>{{.*}}loom.partition = #loom.partition<tasks = [2], params = [2]
+// CHECK:      loom.event 0 needs(2)
+// CHECK-NEXT: loom.event 1 needs(0)
+// CHECK-NEXT: loom.task 0 op(0) phase(0) tile(0) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 1 op(0) phase(0) tile(1) waits [] triggers [0] cost
+// CHECK-NEXT: loom.task 2 op(1) phase(0) tile(0) waits [0] triggers [] cost
+loom.graph @split_kv_one_phase target(#tiny_nv) (input %q : memref<1x2x16xbf16>, cache %kc : memref<8x4x1x16xbf16>,
+    cache %vc : memref<8x4x1x16xbf16>, meta %indptr : memref<?xi32>, meta %indices : memref<?xi32>,
+    meta %lens : memref<?xi32>, output %y : memref<1x2x16xbf16>) {
+  %o = loom.alloc : memref<1x2x16xbf16>
+  loom.gqa_decode ins(%q, %kc, %vc, %indptr, %indices, %lens : memref<1x2x16xbf16>, memref<8x4x1x16xbf16>, memref<8x4x1x16xbf16>, memref<?xi32>, memref<?xi32>, memref<?xi32>) outs(%o : memref<1x2x16xbf16>) {sm_scale = 0.25 : f32}
+  loom.add ins(%o, %o : memref<1x2x16xbf16>, memref<1x2x16xbf16>) outs(%y : memref<1x2x16xbf16>)
+}
