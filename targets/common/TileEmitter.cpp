@@ -245,6 +245,18 @@ public:
        << "  if (r0 >= r1) return 0;\n";
   }
 
+  /// The counters of a one-phase op whose bodies count arrivals on them
+  /// (loom.counters, passed as `events + first`); an error if it has none or
+  /// the target's tile functions take no event counters.
+  LogicalResult onePhaseCounters(Operation *op, DenseI64ArrayAttr &counters) {
+    counters = op->getAttrOfType<DenseI64ArrayAttr>(kCountersAttr);
+    if (counters && dialect.passEvents)
+      return success();
+    return op->emitOpError("is partitioned into one phase, which needs ")
+           << (counters ? "a target whose bodies take the event counters"
+                        : "its counters; run loom-derive-events first");
+  }
+
   LogicalResult emitBody(Operation *op, PartitionAttr p, int64_t phase) {
     ArrayRef<int64_t> params = p.getParams();
     return TypeSwitch<Operation *, LogicalResult>(op)
@@ -333,12 +345,9 @@ public:
           // One phase: the last split of a pair merges it, counting arrivals
           // on per-pair counters among the launch's events.
           const bool onePhase = p.getTasks().size() == 1;
-          auto counters = o->getAttrOfType<DenseI64ArrayAttr>(kCountersAttr);
-          if (onePhase && (!counters || !dialect.passEvents))
-            return LogicalResult(
-                o.emitOpError("is partitioned into one phase, which needs ")
-                << (counters ? "a target whose bodies take the event counters"
-                             : "its counters; run loom-derive-events first"));
+          DenseI64ArrayAttr counters;
+          if (onePhase && failed(onePhaseCounters(o, counters)))
+            return failure();
           if (phase == 0) {
             os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
                << "  " << call() << dialect.bodies << (onePhase ? "gqaDecode" : "gqaDecodeSplit") << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
@@ -388,12 +397,9 @@ public:
           if (merges == 0) {
             // One phase: the slots merge split requests themselves, with
             // per-request counters among the launch's events.
-            auto counters = o->getAttrOfType<DenseI64ArrayAttr>(kCountersAttr);
-            if (!counters || !dialect.passEvents)
-              return LogicalResult(
-                  o.emitOpError("is partitioned into one phase, which needs ")
-                  << (counters ? "a target whose bodies take the event counters"
-                               : "its counters; run loom-derive-events first"));
+            DenseI64ArrayAttr counters;
+            if (failed(onePhaseCounters(o, counters)))
+              return failure();
             os << "  " << call() << dialect.bodies << "mlaDecode" << dialect.bodyTemplate
                << "(p, tile, " << slots << "LL, partialO, partialLse, events + "
                << counters[0] << "LL" << dialect.extraArgs << ")" << endCall() << ";\n";

@@ -5,11 +5,12 @@
 // attend to a token range with mma.sync m16n8k16, heads on M (rows past the
 // group's are zeros) and tokens on N.
 //
-// Why: the CUDA-core paths spend about 6 us of dot products, shuffles and
-// block barriers per 128-token chunk on the H200 whatever the bandwidth
-// (bench/results/h200/2026-12-03-c: 46 us for a 1,024-token split at batch
-// 32, 15 us for a 128-token one at batch 1); on the tensor cores the same
-// chunk is a few hundred cycles, so the split waits on its loads only.
+// Why: on the CUDA cores a chunk's dot products, shuffles and block
+// barriers took longer than its loads; on the tensor cores they are a few
+// MMAs per tile, and no warp waits for another's tile. With one block of
+// 8 warps per SM the loop is still bound by how fast the warps issue, not
+// by memory, so its instructions per tile count (bench/results/h200/
+// 2026-12-03-d/experiments.md).
 //
 // Warp w owns the split's 16-token tiles w, w + kWarps, ...: it copies
 // their K and V rows itself (cp.async, 16 bytes a lane, into a ring of
