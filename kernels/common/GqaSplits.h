@@ -33,6 +33,7 @@
 #ifndef LOOM_KERNELS_COMMON_GQASPLITS_H
 #define LOOM_KERNELS_COMMON_GQASPLITS_H
 
+#include "kernels/common/ArrivalCounters.h"
 #include "kernels/common/HostDevice.h"
 #include "kernels/common/MetaGuard.h"
 
@@ -81,21 +82,15 @@ LOOM_HOST_DEVICE inline int64_t gqaChunkTokens(const TLen *kvLens,
   }
 }
 
-/// What the splits of one pair add to its arrival counter in every launch,
-/// together (one-phase merge, kernels/nvidia/sm90/GqaDecodeBodies.cuh):
-/// each adds its token count and the pair's first split also adds
-/// kGqaLaunchArrivals - len, so whatever the lengths the split whose add
-/// completes a multiple of it is the pair's last, and the counter is never
-/// reset.
-constexpr uint64_t kGqaLaunchArrivals = 1ull << 32;
-
 /// The work of one split task (active == false: nothing to do).
 struct GqaSplitTask {
   bool active = false;
   int64_t b = 0, hk = 0;          ///< request and kv head
   int64_t tBegin = 0, tEnd = 0;   ///< tokens of the request it attends to
   int64_t first = 0; ///< the request's first kv_indices entry (checked form)
-  uint64_t arrival = 0; ///< its add to the pair's counter (unchecked form)
+  /// Its add to the pair's arrival counter (ArrivalCounters.h; from the
+  /// unchecked mapping, so a pair's adds sum right even when refused).
+  uint64_t arrival = 0;
 };
 
 /// The run-time work of split task n of numTasks (n < numTasks).
@@ -117,8 +112,7 @@ LOOM_HOST_DEVICE inline GqaSplitTask gqaSplitTask(const TLen *kvLens,
       t.hk = hk;
       t.tBegin = i * len / splits;
       t.tEnd = (i + 1) * len / splits;
-      t.arrival = uint64_t(t.tEnd - t.tBegin) +
-                  (i == 0 ? kGqaLaunchArrivals - uint64_t(len) : 0);
+      t.arrival = arrivalShare(t.tEnd - t.tBegin, i == 0, len);
       return t;
     }
     first += hkv * splits;

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "loom/loomrt.h"
 #include "loom/loomrt.hpp"
+#include "kernels/common/ArrivalCounters.h"
 #include "runtime/cuda/CudaChecks.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/src/DeviceProgram.h"
@@ -1736,12 +1737,13 @@ TEST(CudaGpu, DeviceAndMemory) {
 
 /// What an event must hold after `launches` complete launches: its needs
 /// per launch; for the bodies' own arrival counters (needs 0: one-phase
-/// gqa_decode's per pair, mla_decode's per request) 2^32 per launch once a
-/// task arrives on them each launch, and nothing if none ever did (`count`,
-/// what it holds, tells which).
+/// gqa_decode's per pair, mla_decode's per request) kLaunchArrivals per
+/// launch (kernels/common/ArrivalCounters.h) once a task arrives on them
+/// each launch, and nothing if none ever did (`count`, what it holds, tells
+/// which).
 uint64_t expectedEventCount(uint64_t count, int32_t needs, uint64_t launches) {
   if (needs == 0 && count != 0)
-    return launches << 32;
+    return launches * loom::kLaunchArrivals;
   return launches * static_cast<uint64_t>(needs);
 }
 

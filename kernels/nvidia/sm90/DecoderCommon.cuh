@@ -9,6 +9,7 @@
 #define LOOM_KERNELS_NVIDIA_SM90_DECODERCOMMON_CUH
 
 #include "kernels/nvidia/Numerics.cuh"
+#include "kernels/nvidia/sm90/Aliases.cuh"
 
 #include <cstdint>
 #include <type_traits>
@@ -16,12 +17,6 @@
 
 namespace loom {
 namespace sm90 {
-
-namespace nv = ::loom::nvidia;
-using nv::ceilDiv;
-using nv::imax;
-using nv::imin;
-using nv::roundUp;
 
 namespace detail {
 template <typename T> struct NoDeduce { using type = T; };

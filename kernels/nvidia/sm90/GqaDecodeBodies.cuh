@@ -475,14 +475,28 @@ gqaSplitGroup(const TQ *q, const TK *kCache, const TV *vCache,
                                     slotRow, tBegin, tEnd, sm);
 }
 
-/// gqaDecodeSplit's work once task n of numTasks is mapped (task.active).
-template <int kThreads, typename TQ, typename TK, typename TV, typename TInd>
+/// Split task n = (b * Hkv + hk) * S + s: its checked run-time mapping into
+/// `task` and, when it has work, the split; what gqaDecodeSplit and
+/// gqaDecode share.
+template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
+          typename TInd, typename TLen>
 __device__ __forceinline__ int32_t
-gqaSplitWork(const GqaSplitTask &task, int64_t n, int64_t numTasks,
-             const TQ *q, const TK *kCache, const TV *vCache,
-             const TInd *kvIndices, float *workspace, int64_t Hq, int64_t Hkv,
-             int64_t D, int64_t Dv, int64_t P, int64_t numPages, float smScale,
-             char *smem) {
+gqaSplitRun(GqaSplitTask &task, const TQ *q, const TK *kCache,
+            const TV *vCache, const TPtr *kvIndptr, const TInd *kvIndices,
+            const TLen *kvLens, float *workspace, int64_t batch,
+            int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+            int64_t P, int64_t numPages, int64_t numIndices, int64_t S,
+            float smScale, int64_t taskB, int64_t taskHk, int64_t s,
+            char *smem) {
+  const int64_t numTasks = maxBatch * Hkv * S,
+                n = (taskB * Hkv + taskHk) * S + s;
+  // Every thread computes the same mapping (a few passes over kv_lens), so
+  // the branches below stay block-uniform. Every request has a split task,
+  // which checks its meta values (MetaGuard.h); a refused one reads no token.
+  task = gqaCheckedSplitTask(kvIndptr, kvLens, batch, Hkv, numTasks, n,
+                             numIndices, P);
+  if (!task.active)
+    return nv::kBodyOk;
   const int64_t b = task.b, hk = task.hk;
   const int64_t tBegin = task.tBegin, tEnd = task.tEnd;
   const int64_t group = Hq / Hkv;
@@ -562,17 +576,11 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
     int64_t numPages, int64_t numIndices, int64_t S, float smScale, int64_t b,
     int64_t hk, int64_t s, char *smem) {
-  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
-  // Every thread computes the same mapping (a few passes over kv_lens), so
-  // the branches below stay block-uniform. Every request has a split task,
-  // which checks its meta values (MetaGuard.h); a refused one reads no token.
-  const GqaSplitTask task = gqaCheckedSplitTask(
-      kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
-  if (!task.active)
-    return nv::kBodyOk;
-  return detail::gqaSplitWork<kThreads>(task, n, numTasks, q, kCache, vCache,
-                                        kvIndices, workspace, Hq, Hkv, D, Dv,
-                                        P, numPages, smScale, smem);
+  GqaSplitTask task;
+  return detail::gqaSplitRun<kThreads>(
+      task, q, kCache, vCache, kvIndptr, kvIndices, kvLens, workspace, batch,
+      maxBatch, Hq, Hkv, D, Dv, P, numPages, numIndices, S, smScale, b, hk, s,
+      smem);
 }
 
 /// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
@@ -652,7 +660,7 @@ __device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
 
 /// One phase: split task n as gqaDecodeSplit, then an arrival on its pair's
 /// counter (`arrivals[b * Hkv + hk]`, among the launch's events, never
-/// reset: GqaSplitTask::arrival); the split that arrives last merges the
+/// reset: ArrivalCounters.h); the split that arrives last merges the
 /// pair into o as gqaDecodeMerge. Nobody waits, so the tasks need not run
 /// at once, and no merge phase or whole-phase event stands between the
 /// splits and the op's readers.
@@ -664,15 +672,12 @@ __device__ __noinline__ int32_t gqaDecode(
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
     int64_t numPages, int64_t numIndices, int64_t S, float smScale, int64_t b,
     int64_t hk, int64_t s, TO *o, unsigned long long *arrivals, char *smem) {
-  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
-  const GqaSplitTask task = gqaCheckedSplitTask(
-      kvIndptr, kvLens, batch, Hkv, numTasks, n, numIndices, P);
-  if (!task.active)
-    return nv::kBodyOk;
-  const int32_t status = detail::gqaSplitWork<kThreads>(
-      task, n, numTasks, q, kCache, vCache, kvIndices, workspace, Hq, Hkv, D,
-      Dv, P, numPages, smScale, smem);
-  if (status != nv::kBodyOk)
+  GqaSplitTask task;
+  const int32_t status = detail::gqaSplitRun<kThreads>(
+      task, q, kCache, vCache, kvIndptr, kvIndices, kvLens, workspace, batch,
+      maxBatch, Hq, Hkv, D, Dv, P, numPages, numIndices, S, smScale, b, hk, s,
+      smem);
+  if (status != nv::kBodyOk || !task.active)
     return status;
   // Once the block's partials are written, the arrival releases them and,
   // for the last, acquires the others'.
@@ -681,7 +686,7 @@ __device__ __noinline__ int32_t gqaDecode(
   if (threadIdx.x == 0) {
     const unsigned long long seen = nv::fetchAddAcqRelGpu(
         arrivals + task.b * Hkv + task.hk, task.arrival);
-    lastArrival = (seen + task.arrival) % kGqaLaunchArrivals == 0;
+    lastArrival = completesLaunch(seen, task.arrival);
   }
   __syncthreads();
   if (!lastArrival)

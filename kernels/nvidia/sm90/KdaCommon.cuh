@@ -11,17 +11,12 @@
 
 #include "kernels/host/KdaBodies.h"
 #include "kernels/nvidia/Numerics.cuh"
+#include "kernels/nvidia/sm90/Aliases.cuh"
 
 #include <cstdint>
 
 namespace loom {
 namespace sm90 {
-
-namespace nv = ::loom::nvidia;
-using nv::ceilDiv;
-using nv::imax;
-using nv::imin;
-using nv::roundUp;
 
 /// The host's operand struct and gate enum: the emitted code fills them the
 /// same way.

@@ -50,6 +50,7 @@
 #ifndef LOOM_KERNELS_NVIDIA_SM90_MLABODIES_CUH
 #define LOOM_KERNELS_NVIDIA_SM90_MLABODIES_CUH
 
+#include "kernels/common/ArrivalCounters.h"
 #include "kernels/nvidia/Atomics.cuh"
 #include "kernels/nvidia/MetaFault.cuh"
 #include "kernels/nvidia/sm90/MlaCommon.cuh"
@@ -65,13 +66,6 @@ namespace sm90 {
 //===----------------------------------------------------------------------===//
 // One phase: the slots merge their own requests
 //===----------------------------------------------------------------------===//
-
-/// What the pieces of one request add to its arrival counter in every
-/// launch, together: each adds its token count, and the piece holding the
-/// request's first token also adds kMlaLaunchArrivals - kv_len. The counter
-/// is never reset: before launch e it holds a multiple of this, so the value
-/// an arrival sees tells it the launch's target without a launch number.
-constexpr unsigned long long kMlaLaunchArrivals = 1ull << 32;
 
 /// Clock cycles a slot waits for the other pieces of a request before it
 /// reports kBodyWaitTimedOut (~1 s): far past any split, short of a silent
@@ -263,8 +257,7 @@ __device__ __forceinline__ bool mlaAwaitPieces(unsigned long long *counter,
                                                unsigned long long seen) {
   bool ok = true;
   if (threadIdx.x == 0) {
-    const unsigned long long target =
-        (seen / kMlaLaunchArrivals + 1) * kMlaLaunchArrivals;
+    const unsigned long long target = launchTarget(seen);
     const long long start = clock64();
     while (nv::loadAcquireGpu(counter) < target)
       if (clock64() - start > kMlaMergeWaitCycles) {
@@ -284,10 +277,11 @@ __device__ __forceinline__ bool mlaAwaitPieces(unsigned long long *counter,
 /// `arrivals[b]` and, once all have arrived, merges its own slice of the
 /// request (so k pieces merge k slices at once). Empty requests are zeroed
 /// by slot b % numSlots. `arrivals` holds max_batch counters that only grow
-/// (kMlaLaunchArrivals per request and launch); all numSlots tasks must be
-/// resident together (the persistent launch guarantees it). Inlined: a
-/// program calls it from its one tile function, and a call costs a cold
-/// launch its stack copy of the operands and a jump to far code.
+/// (kLaunchArrivals per request and launch, ArrivalCounters.h); all
+/// numSlots tasks must be resident together (the persistent launch
+/// guarantees it). Inlined: a program calls it from its one tile function,
+/// and a call costs a cold launch its stack copy of the operands and a jump
+/// to far code.
 template <int kThreads, typename T>
 __device__ __forceinline__ int32_t
 mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
@@ -369,9 +363,8 @@ mlaDecode(const MlaParams<T> &p, int64_t slot, int64_t numSlots,
       } else if (!whole) {
         __syncthreads(); // every thread's stores of the piece are issued
         if (threadIdx.x == 0) {
-          unsigned long long share = static_cast<unsigned long long>(end - begin);
-          if (begin == reqBegin)
-            share += kMlaLaunchArrivals - static_cast<unsigned long long>(reqEnd - reqBegin);
+          const unsigned long long share =
+              arrivalShare(end - begin, begin == reqBegin, reqEnd - reqBegin);
           pendSeen[pending] = nv::fetchAddReleaseGpu(arrivals + b, share);
         }
         pendB[pending] = b;

@@ -12,18 +12,13 @@
 #include "kernels/host/MlaBodies.h"
 #include "kernels/nvidia/MetaFault.cuh"
 #include "kernels/nvidia/Numerics.cuh"
+#include "kernels/nvidia/sm90/Aliases.cuh"
 
 #include <cstdint>
 #include <type_traits>
 
 namespace loom {
 namespace sm90 {
-
-namespace nv = ::loom::nvidia;
-using nv::ceilDiv;
-using nv::imax;
-using nv::imin;
-using nv::roundUp;
 
 /// The host's operand struct: the emitted code fills it the same way.
 template <typename T> using MlaParams = host::MlaParams<T>;
