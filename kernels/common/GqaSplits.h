@@ -88,6 +88,9 @@ struct GqaSplitTask {
   int64_t b = 0, hk = 0;          ///< request and kv head
   int64_t tBegin = 0, tEnd = 0;   ///< tokens of the request it attends to
   int64_t first = 0; ///< the request's first kv_indices entry (checked form)
+  /// The pair's split tasks [pairFirst, pairFirst + pairCount): what its
+  /// merge combines (gqaPairTasks), known here without another pass.
+  int64_t pairFirst = 0, pairCount = 0;
   /// Its add to the pair's arrival counter (ArrivalCounters.h; from the
   /// unchecked mapping, so a pair's adds sum right even when refused).
   uint64_t arrival = 0;
@@ -113,6 +116,8 @@ LOOM_HOST_DEVICE inline GqaSplitTask gqaSplitTask(const TLen *kvLens,
       t.tBegin = i * len / splits;
       t.tEnd = (i + 1) * len / splits;
       t.arrival = arrivalShare(t.tEnd - t.tBegin, i == 0, len);
+      t.pairFirst = first + hk * splits;
+      t.pairCount = splits;
       return t;
     }
     first += hkv * splits;

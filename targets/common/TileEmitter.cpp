@@ -33,6 +33,91 @@ std::string doubleLiteral(double v) {
   return llvm::formatv("{0:e9}", v).str();
 }
 
+/// Where a buffer lives: a graph argument or a loom.alloc (`root`), and the
+/// loom.slice indices that select it.
+struct BufferPlace {
+  Value root;
+  SmallVector<int64_t> indices;
+  bool isArgument() const { return root && isa<BlockArgument>(root); }
+};
+
+BufferPlace placeOf(Value v) {
+  BufferPlace place;
+  while (auto slice = v.getDefiningOp<SliceOp>()) {
+    place.indices.insert(place.indices.begin(), slice.getIndex());
+    v = slice.getSource();
+  }
+  if (isa<BlockArgument>(v) || v.getDefiningOp<AllocOp>())
+    place.root = v;
+  return place;
+}
+
+/// Whether two places may share memory: the same root, one selecting the
+/// other or within it. Intermediates never share the graph arguments'
+/// memory; unknown places are taken to overlap anything.
+bool mayOverlap(const BufferPlace &a, const BufferPlace &b) {
+  if (!a.root || !b.root)
+    return true;
+  if (a.root != b.root)
+    return false;
+  const size_t n = std::min(a.indices.size(), b.indices.size());
+  return std::equal(a.indices.begin(), a.indices.begin() + n,
+                    b.indices.begin());
+}
+
+/// Whether gqa_decode `o`'s split may issue its loads before its wait
+/// (gqaDecodePreload), and then the kv_append whose rows it reads again
+/// after the wait (null: none writes the caches). It may when the caches,
+/// the page table and the append's slot_mapping live in graph arguments
+/// that no op before `o` writes, but for one kv_append of exactly `o`'s
+/// caches.
+FailureOr<KvAppendOp> gqaPreloadAppend(GqaDecodeOp o) {
+  SmallVector<BufferPlace> kept;
+  for (Value v : {o.getKCache(), o.getVCache(), o.getKvIndptr(),
+                  o.getKvIndices(), o.getKvLens()})
+    kept.push_back(placeOf(v));
+  // The append is found before its slot_mapping can be checked: a second
+  // walk does that.
+  KvAppendOp append;
+  for (int walk = 0; walk < 2; ++walk) {
+    if (walk == 1) {
+      if (!append)
+        break;
+      kept.push_back(placeOf(append.getSlotMapping()));
+    }
+    for (const BufferPlace &place : kept)
+      if (!place.isArgument())
+        return failure();
+    for (Operation &op : *o->getBlock()) {
+      if (&op == o.getOperation())
+        break;
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects)
+        return failure();
+      SmallVector<MemoryEffects::EffectInstance> fx;
+      effects.getEffects(fx);
+      for (const MemoryEffects::EffectInstance &e : fx) {
+        if (!isa<MemoryEffects::Write>(e.getEffect()))
+          continue;
+        if (!e.getValue())
+          return failure(); // writes somewhere it does not say
+        const BufferPlace written = placeOf(e.getValue());
+        if (!llvm::any_of(kept, [&](const BufferPlace &k) {
+              return mayOverlap(k, written);
+            }))
+          continue;
+        auto a = dyn_cast<KvAppendOp>(op);
+        if (!a || (append && append != a) ||
+            a.getKCache() != o.getKCache() || a.getVCache() != o.getVCache() ||
+            (e.getValue() != a.getKCache() && e.getValue() != a.getVCache()))
+          return failure();
+        append = a;
+      }
+    }
+  }
+  return append;
+}
+
 /// Writes the tile functions of one graph.
 class TileWriter {
 public:
@@ -216,12 +301,19 @@ public:
   }
 
   /// The preload function of (op, phase), when its body has one
-  /// (TileDialect::preload; so far a linear tile's, phase 0): the tile's
+  /// (TileDialect::preload: a linear tile's, phase 0; a one-phase
+  /// gqa_decode split's where gqaPreloadAppend allows): the tile's
   /// arithmetic, then the body's preload.
   void emitPreload(Operation &op, PartitionAttr partition, int64_t phase,
                    int64_t id, const std::string &rt, TilePreloads &preloads) {
-    if (!isa<LinearOp>(op) || phase != 0)
+    if (phase != 0)
       return;
+    if (auto gqa = dyn_cast<GqaDecodeOp>(op)) {
+      if (partition.getTasks().size() != 1 || failed(gqaPreloadAppend(gqa)))
+        return;
+    } else if (!isa<LinearOp>(op)) {
+      return;
+    }
     body.clear();
     preloadOnly = true;
     LogicalResult emitted = emitBody(&op, partition, phase);
@@ -348,6 +440,24 @@ public:
           DenseI64ArrayAttr counters;
           if (onePhase && failed(onePhaseCounters(o, counters)))
             return failure();
+          if (phase == 0 && preloadOnly) {
+            KvAppendOp append = *gqaPreloadAppend(o);
+            std::string slots = "static_cast<const int64_t *>(nullptr)", appended = "0LL";
+            if (append) {
+              slots = ptr(append.getSlotMapping());
+              appended = "std::min<int64_t>(rt, " + std::to_string(dim(append.getK(), 0)) + "LL)";
+            }
+            os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
+               << "  return " << dialect.bodies << "gqaDecodePreload" << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
+               << ", " << ptr(o.getVCache()) << ", " << ptr(o.getKvIndptr()) << ", "
+               << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << slots << ", " << appended
+               << ", batch, " << maxB << "LL, " << hkv << "LL, "
+               << dim(o.getQ(), 2) << "LL, " << dim(o.getVCache(), 3) << "LL, "
+               << dim(o.getKCache(), 1) << "LL, " << dim(o.getKCache(), 0) << "LL, "
+               << bindingOf(o.getKvIndices()) << ".dims[0], " << s << "LL, pair / " << hkv
+               << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ");\n";
+            return success();
+          }
           if (phase == 0) {
             os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
                << "  " << call() << dialect.bodies << (onePhase ? "gqaDecode" : "gqaDecodeSplit") << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
@@ -361,7 +471,7 @@ public:
                << "LL, pair % " << hkv << "LL, s";
             if (onePhase)
               os << ", " << ptr(o.getO(), false) << ", events + " << counters[0] << "LL";
-            os << dialect.extraArgs << ")" << endCall() << ";\n";
+            os << dialect.extraArgs << (onePhase && dialect.preload ? ", preloaded" : "") << ")" << endCall() << ";\n";
           } else {
             os << "  " << call() << dialect.bodies << "gqaDecodeMerge" << dialect.bodyTemplate << "(" << scratch(op) << ", "
                << ptr(o.getKvLens()) << ", " << ptr(o.getO(), false)

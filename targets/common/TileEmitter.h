@@ -48,8 +48,10 @@ struct TileDialect {
   bool passEvents = false;
   /// Tile functions take `bool preloaded` last (after the events), and each
   /// (op, phase) whose body can issue loads before its inputs are ready
-  /// (the linear ring's first stages) also gets a preload function
-  /// (preloadFunctionName) returning that flag. Not with shareFunctions.
+  /// (the linear ring's first stages; a one-phase gqa_decode split's
+  /// mapping and first K/V tiles, when only a kv_append writes its caches
+  /// before it) also gets a preload function (preloadFunctionName)
+  /// returning that flag. Not with shareFunctions.
   bool preload = false;
 };
 

@@ -622,6 +622,30 @@ struct GqaOnePhaseTile {
   }
 };
 
+/// One phase with the split's preload first, which reads caches as they
+/// were before this launch's kv_append (kcOld / vcOld: the split's own
+/// caches but for the `appended` slots of `slots`), as a preload issued
+/// before its wait may.
+struct GqaPreloadedTile {
+  GqaOnePhaseTile one;
+  const bf16 *kcOld, *vcOld;
+  const int32_t *slots;
+  int64_t appended;
+  __device__ int32_t operator()(int64_t tile, char *smem) const {
+    const GqaSplitTile &f = one.split;
+    const int64_t pair = tile / f.S, s = tile % f.S;
+    const bool preloaded = sm90::gqaDecodePreload<kThreads>(
+        f.q, kcOld, vcOld, f.indptr, f.indices, f.lens, slots, appended,
+        f.batch, f.maxB, f.Hkv, f.D, f.Dv, f.P, f.pages, f.numIndices, f.S,
+        pair / f.Hkv, pair % f.Hkv, s, smem);
+    __syncthreads(); // the engine's barrier after the wait
+    return sm90::gqaDecode<kThreads>(
+        f.q, f.kc, f.vc, f.indptr, f.indices, f.lens, f.ws, f.batch, f.maxB,
+        f.Hq, f.Hkv, f.D, f.Dv, f.P, f.pages, f.numIndices, f.S, f.scale,
+        pair / f.Hkv, pair % f.Hkv, s, one.o, one.arrivals, smem, preloaded);
+  }
+};
+
 struct GqaMergeTile {
   const float *ws;
   const int32_t *lens;
@@ -690,13 +714,11 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
     expectStatus(name, runTiles(f0, maxB * Hkv * S, splitSmem), 0);
     compare(name + what, dws.get(), refWs, 1e-3, 1e-3);
   }
-  // The merge with its weights in shared memory, then the plain loop.
-  for (int64_t mergeSmem : {kernelSmem(), int64_t(0)}) {
+  {
     dout.put(poisonVec<bf16>(ref.size()));
     GqaMergeTile f1{dws.p, dlens.p, dout.p, batch, maxB, Hq, Hkv, Dv, S};
-    expectStatus(name, runTiles(f1, maxB * Hkv, mergeSmem), 0);
-    compare(name + (mergeSmem ? " merge smem" : " merge"), dout.get(), ref,
-            1e-2, 1e-2);
+    expectStatus(name, runTiles(f1, maxB * Hkv, 0), 0);
+    compare(name + " merge", dout.get(), ref, 1e-2, 1e-2);
   }
   // One phase (gqaDecode), three launches: the pairs' counters are never
   // reset, so each launch must find its last arrivals from what it sees.
@@ -709,6 +731,53 @@ void testGqa(std::vector<int32_t> lens, int64_t maxB, int64_t Hq, int64_t Hkv,
     expectStatus(name, runTiles(f2, maxB * Hkv * S, kernelSmem()), 0);
     compare(name + " one phase, launch " + std::to_string(launch), dout.get(),
             ref, 1e-2, 1e-2);
+  }
+
+  // Preloaded: the launch appends each request's last token and, when there
+  // is a second request, request 0's slot is one of request 1's older
+  // tokens instead (a slot another request reads). The preload sees the
+  // caches before the append, the body after: the appended rows must be the
+  // new ones.
+  std::vector<int32_t> slots(size_t(batch), -1);
+  auto slotOf = [&](int64_t b, int64_t t) {
+    return pg.indices[pg.indptr[b] + t / P] * int32_t(P) + int32_t(t % P);
+  };
+  for (int64_t b = 0; b < batch; ++b)
+    if (lens[b] > 0)
+      slots[b] = slotOf(b, lens[b] - 1);
+  if (batch >= 2 && lens[1] >= 2)
+    slots[0] = slotOf(1, lens[1] / 2);
+  std::vector<bf16> kcNew = kc, vcNew = vc;
+  for (int32_t slot : slots)
+    for (int64_t i = 0; slot >= 0 && i < Hkv * D; ++i) {
+      kcNew[slot * Hkv * D + i] = fromF<bf16>(uni(-1, 1));
+      vcNew[slot * Hkv * Dv + i] = fromF<bf16>(uni(-1, 1));
+    }
+  std::vector<bf16> refNew = poisonVec<bf16>(maxB * Hq * Dv);
+  parallelFor(maxB * Hkv * S, [&](int64_t t) {
+    const int64_t pair = t / S;
+    host::gqaDecodeSplit(q.data(), kcNew.data(), vcNew.data(),
+                         pg.indptr.data(), pg.indices.data(), lens.data(),
+                         refWs.data(), batch, maxB, Hq, Hkv, D, Dv, P,
+                         pg.numPages, int64_t(pg.indices.size()), S, scale,
+                         pair / Hkv, pair % Hkv, t % S);
+  });
+  for (int64_t t = 0; t < maxB * Hkv; ++t)
+    host::gqaDecodeMerge(refWs.data(), lens.data(), refNew.data(), batch, maxB,
+                         Hq, Hkv, Dv, S, t / Hkv, t % Hkv);
+  Dev<bf16> dkcNew(kcNew), dvcNew(vcNew);
+  Dev<int32_t> dslots(slots);
+  GqaSplitTile fNew = f0;
+  fNew.kc = dkcNew.p;
+  fNew.vc = dvcNew.p;
+  GqaPreloadedTile f3{{fNew, dout.p, arrivals.p}, dkc.p, dvc.p, dslots.p,
+                      batch};
+  for (int launch = 1; launch <= 2; ++launch) {
+    dws.put(poisonVec<float>(wsFloats));
+    dout.put(poisonVec<bf16>(ref.size()));
+    expectStatus(name, runTiles(f3, maxB * Hkv * S, kernelSmem()), 0);
+    compare(name + " preloaded, launch " + std::to_string(launch),
+            dout.get(), refNew, 1e-2, 1e-2);
   }
 }
 

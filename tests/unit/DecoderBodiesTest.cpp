@@ -682,6 +682,9 @@ TEST(GqaSplits, CoverEveryTokenOnceWithinTheTasks) {
                                                           "of another pair";
           GqaSplitTask w =
               gqaSplitTask(lens.data(), batch, hkv, n, p.first + i);
+          // What a split knows of its pair is what the merge maps.
+          ASSERT_EQ(w.pairFirst, p.first);
+          ASSERT_EQ(w.pairCount, p.count);
           shortest = std::min(shortest, w.tEnd - w.tBegin);
           longest = std::max(longest, w.tEnd - w.tBegin);
         }

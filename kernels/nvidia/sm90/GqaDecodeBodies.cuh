@@ -1,7 +1,9 @@
 //===- GqaDecodeBodies.cuh - The sm90 grouped-query decode -*- CUDA -*-===//
 //
-// gqaDecodeSplit and gqaDecodeMerge of DecoderBodies.cuh (which includes this
-// file; its header says what every decoder body shares).
+// gqa_decode's bodies (DecoderBodies.cuh includes this file; its header
+// says what every decoder body shares): gqaDecode in one phase, with
+// gqaDecodePreload, which issues a split's mapping and first K/V tiles
+// before its wait; gqaDecodeSplit and gqaDecodeMerge, the two phases.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_GQADECODEBODIES_CUH
@@ -15,7 +17,6 @@
 
 #include <cstdint>
 #include <type_traits>
-
 
 namespace loom {
 namespace sm90 {
@@ -475,9 +476,28 @@ gqaSplitGroup(const TQ *q, const TK *kCache, const TV *vCache,
                                     slotRow, tBegin, tEnd, sm);
 }
 
+/// Stages per warp of the tensor-core split for these operands and this
+/// launch's shared memory; 0 when another path runs.
+template <int kThreads, typename TQ, typename TK, typename TV>
+__device__ __forceinline__ int gqaMmaPlan(const TQ *q, const TK *kCache,
+                                          const TV *vCache, int64_t D,
+                                          int64_t Dv, int64_t P,
+                                          int64_t numPages, int64_t Hkv) {
+  if constexpr (std::is_same_v<TQ, TK> && std::is_same_v<TK, TV> &&
+                detail::kIs16Bit<TK>) {
+    const int64_t smem = nv::dynamicSmemBytes();
+    if (D == Dv && (D == 64 || D == 128) && nv::isAligned16(q) &&
+        nv::isAligned16(kCache) && nv::isAligned16(vCache) &&
+        smem >= gqaSplitSmemBytes<kThreads>(D) &&
+        detail::gqaMmaRowsFit(numPages, P, Hkv))
+      return detail::gqaMmaStages<kThreads>(smem, D);
+  }
+  return 0;
+}
+
 /// Split task n = (b * Hkv + hk) * S + s: its checked run-time mapping into
-/// `task` and, when it has work, the split; what gqaDecodeSplit and
-/// gqaDecode share.
+/// `task` (or the preload's, with `pre`) and, when it has work, the split;
+/// what gqaDecodeSplit and gqaDecode share.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen>
 __device__ __forceinline__ int32_t
@@ -487,14 +507,15 @@ gqaSplitRun(GqaSplitTask &task, const TQ *q, const TK *kCache,
             int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
             int64_t P, int64_t numPages, int64_t numIndices, int64_t S,
             float smScale, int64_t taskB, int64_t taskHk, int64_t s,
-            char *smem) {
+            char *smem, const GqaPreloaded<kThreads> *pre) {
   const int64_t numTasks = maxBatch * Hkv * S,
                 n = (taskB * Hkv + taskHk) * S + s;
   // Every thread computes the same mapping (a few passes over kv_lens), so
   // the branches below stay block-uniform. Every request has a split task,
   // which checks its meta values (MetaGuard.h); a refused one reads no token.
-  task = gqaCheckedSplitTask(kvIndptr, kvLens, batch, Hkv, numTasks, n,
-                             numIndices, P);
+  task = pre ? pre->task
+             : gqaCheckedSplitTask(kvIndptr, kvLens, batch, Hkv, numTasks, n,
+                                   numIndices, P);
   if (!task.active)
     return nv::kBodyOk;
   const int64_t b = task.b, hk = task.hk;
@@ -507,6 +528,28 @@ gqaSplitRun(GqaSplitTask &task, const TQ *q, const TK *kCache,
   float *lsePart = workspace + numTasks * group * Dv;
   // Row of absolute head h is slotRow + h: rows n * group .. + group - 1.
   const int64_t slotRow = (n - hk) * group;
+  if (const int stages = gqaMmaPlan<kThreads>(q, kCache, vCache, D, Dv, P,
+                                              numPages, Hkv)) {
+    if constexpr (std::is_same_v<TQ, TK> && std::is_same_v<TK, TV> &&
+                  detail::kIs16Bit<TK>) {
+      // The preload's first stages serve the first pass.
+      const GqaPreloaded<kThreads> *first = pre && pre->prologue ? pre : nullptr;
+      for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
+           h0 += detail::kGqaMmaHeads, first = nullptr) {
+        const int64_t nh = imin(detail::kGqaMmaHeads, (hk + 1) * group - h0);
+        if (D == 64)
+          detail::gqaSplitMmaStages<kThreads, 64>(
+              stages, q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, P,
+              smScale, b, hk, h0, nh, slotRow, tBegin, tEnd, smem, first);
+        else
+          detail::gqaSplitMmaStages<kThreads, 128>(
+              stages, q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, P,
+              smScale, b, hk, h0, nh, slotRow, tBegin, tEnd, smem, first);
+      }
+      pages.report(idFrom, idTo);
+      return nv::kBodyOk;
+    }
+  }
   const bool fast = D == Dv && (D == 64 || D == 128 || D == 256) &&
                     nv::isAligned16(q) && nv::isAligned16(kCache) &&
                     nv::isAligned16(vCache) &&
@@ -517,28 +560,6 @@ gqaSplitRun(GqaSplitTask &task, const TQ *q, const TK *kCache,
         hk, hk * group, (hk + 1) * group, slotRow, tBegin, tEnd);
     pages.report(idFrom, idTo);
     return nv::kBodyOk;
-  }
-  if constexpr (std::is_same_v<TQ, TK> && std::is_same_v<TK, TV> &&
-                detail::kIs16Bit<TK>) {
-    const int stages =
-        detail::gqaMmaStages<kThreads>(nv::dynamicSmemBytes(), D);
-    if ((D == 64 || D == 128) && stages &&
-        detail::gqaMmaRowsFit(numPages, P, Hkv)) {
-      for (int64_t h0 = hk * group; h0 < (hk + 1) * group;
-           h0 += detail::kGqaMmaHeads) {
-        const int64_t nh = imin(detail::kGqaMmaHeads, (hk + 1) * group - h0);
-        if (D == 64)
-          detail::gqaSplitMmaStages<kThreads, 64>(
-              stages, q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, P,
-              smScale, b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
-        else
-          detail::gqaSplitMmaStages<kThreads, 128>(
-              stages, q, kCache, vCache, pages, oPart, lsePart, Hq, Hkv, P,
-              smScale, b, hk, h0, nh, slotRow, tBegin, tEnd, smem);
-      }
-      pages.report(idFrom, idTo);
-      return nv::kBodyOk;
-    }
   }
   const bool staged = detail::kIs16Bit<TK> && detail::kIs16Bit<TV> &&
                       nv::dynamicSmemBytes() >= gqaStagedSmemBytes<kThreads>(D);
@@ -580,16 +601,65 @@ __device__ __noinline__ int32_t gqaDecodeSplit(
   return detail::gqaSplitRun<kThreads>(
       task, q, kCache, vCache, kvIndptr, kvIndices, kvLens, workspace, batch,
       maxBatch, Hq, Hkv, D, Dv, P, numPages, numIndices, S, smScale, b, hk, s,
-      smem);
+      smem, nullptr);
 }
 
-/// Phase 1, task (b, hk): o[b, h] = sum_i w_i o_i / sum_i w_i with
-/// w_i = exp(lse_i - max lse) over the pair's split tasks (gqaPairTasks),
-/// for the heads of group hk; o = 0 when every split is empty. Requests
-/// b >= batch are skipped. With the shared memory for the pair's
-/// count x group weights, they are computed once (the lse loads in parallel)
-/// and each output's partial loads are issued together; the plain loop
-/// otherwise.
+namespace detail {
+/// Splits a merge reads at once: their lse and partial loads are issued
+/// together.
+constexpr int kGqaMergeBatch = 8;
+
+/// o[b, h] = sum_i w_i o_i / sum_i w_i with w_i = exp(lse_i - max lse) over
+/// split tasks [first, first + count) of pair (b, hk), for the heads of
+/// group hk; o = 0 when every split is empty. Each thread combines its
+/// outputs' partials online (a running maximum), kGqaMergeBatch splits per
+/// round trip to L2 and no barrier: for a pair of up to that many splits
+/// the merge is one round of loads.
+template <int kThreads, typename TO>
+__device__ __forceinline__ void
+gqaMergePair(const float *oPart, const float *lsePart, TO *o, int64_t Hq,
+             int64_t group, int64_t Dv, int64_t b, int64_t hk, int64_t first,
+             int64_t count) {
+  constexpr int kB = kGqaMergeBatch;
+  const int32_t outputs = int32_t(group * Dv), dv = int32_t(Dv);
+  for (int32_t idx = threadIdx.x; idx < outputs; idx += kThreads) {
+    const int32_t j = idx / dv;
+    const float *lseAt = lsePart + first * group + j;
+    const float *partAt = oPart + first * group * Dv + idx;
+    float m = nv::kNegInf, l = 0.f, acc = 0.f;
+    for (int64_t i0 = 0; i0 < count; i0 += kB) {
+      float lse[kB], part[kB];
+#pragma unroll
+      for (int k = 0; k < kB; ++k) {
+        const bool ok = i0 + k < count;
+        lse[k] = ok ? lseAt[(i0 + k) * group] : nv::kNegInf;
+        part[k] = ok ? partAt[(i0 + k) * group * Dv] : 0.f;
+      }
+      float mx = m;
+#pragma unroll
+      for (int k = 0; k < kB; ++k)
+        mx = fmaxf(mx, lse[k]);
+      if (mx == nv::kNegInf)
+        continue; // every split so far is empty
+      const float c = expf(m - mx); // m = -inf: 0
+      l *= c;
+      acc *= c;
+#pragma unroll
+      for (int k = 0; k < kB; ++k) {
+        const float w = expf(lse[k] - mx); // an empty split's: 0
+        l += w;
+        acc += w * part[k];
+      }
+      m = mx;
+    }
+    nv::stF(o, (b * Hq + hk * group) * Dv + idx, l > 0.f ? acc / l : 0.f);
+  }
+}
+} // namespace detail
+
+/// Phase 1, task (b, hk): the pair's splits (gqaPairTasks) merged into the
+/// heads of group hk (detail::gqaMergePair). Requests b >= batch are
+/// skipped.
 template <int kThreads, typename TO, typename TLen>
 __device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
                                                const TLen *kvLens, TO *o,
@@ -597,73 +667,24 @@ __device__ __noinline__ int32_t gqaDecodeMerge(const float *workspace,
                                                int64_t Hq, int64_t Hkv,
                                                int64_t Dv, int64_t S, int64_t b,
                                                int64_t hk, char *smem) {
+  (void)smem;
   if (b >= batch)
     return nv::kBodyOk;
   const int64_t group = Hq / Hkv, numTasks = maxBatch * Hkv * S;
   const GqaPairTasks pair = gqaPairTasks(kvLens, batch, Hkv, numTasks, b, hk);
-  const float *lsePart = workspace + numTasks * group * Dv;
-  const int64_t weights = pair.count * group;
-  if (nv::dynamicSmemBytes() >= weights * 4) {
-    // The pair's lse rows are contiguous: [count][group] from first * group.
-    float *w = reinterpret_cast<float *>(smem);
-    for (int64_t i = threadIdx.x; i < weights; i += kThreads)
-      w[i] = lsePart[pair.first * group + i];
-    __syncthreads();
-    for (int64_t j = threadIdx.x; j < group; j += kThreads) {
-      float mx = nv::kNegInf;
-      for (int64_t i = 0; i < pair.count; ++i)
-        mx = fmaxf(mx, w[i * group + j]);
-      float wsum = 0.f;
-      for (int64_t i = 0; i < pair.count; ++i) {
-        const float e =
-            mx == nv::kNegInf ? 0.f : expf(w[i * group + j] - mx);
-        w[i * group + j] = e;
-        wsum += e;
-      }
-      const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-      for (int64_t i = 0; i < pair.count; ++i)
-        w[i * group + j] *= inv;
-    }
-    __syncthreads();
-    const float *part = workspace + pair.first * group * Dv;
-    for (int64_t idx = threadIdx.x; idx < group * Dv; idx += kThreads) {
-      const int64_t j = idx / Dv;
-      float acc = 0.f;
-#pragma unroll 8
-      for (int64_t i = 0; i < pair.count; ++i)
-        acc += w[i * group + j] * part[i * group * Dv + idx];
-      nv::stF(o, (b * Hq + hk * group) * Dv + idx, acc);
-    }
-    __syncthreads(); // the weights' readers are done before the next body
-    return nv::kBodyOk;
-  }
-  for (int64_t idx = threadIdx.x; idx < group * Dv; idx += kThreads) {
-    const int64_t j = idx / Dv, d = idx % Dv;
-    float mx = nv::kNegInf;
-    for (int64_t i = 0; i < pair.count; ++i)
-      mx = fmaxf(mx, lsePart[(pair.first + i) * group + j]);
-    float out = 0.f;
-    if (mx != nv::kNegInf) {
-      float wsum = 0.f, acc = 0.f;
-      for (int64_t i = 0; i < pair.count; ++i) {
-        const int64_t slotIdx = (pair.first + i) * group + j;
-        const float ws = expf(lsePart[slotIdx] - mx);
-        wsum += ws;
-        acc += ws * workspace[slotIdx * Dv + d];
-      }
-      out = acc / wsum;
-    }
-    nv::stF(o, (b * Hq + hk * group + j) * Dv + d, out);
-  }
+  detail::gqaMergePair<kThreads>(workspace, workspace + numTasks * group * Dv,
+                                 o, Hq, group, Dv, b, hk, pair.first,
+                                 pair.count);
   return nv::kBodyOk;
 }
 
 /// One phase: split task n as gqaDecodeSplit, then an arrival on its pair's
 /// counter (`arrivals[b * Hkv + hk]`, among the launch's events, never
-/// reset: ArrivalCounters.h); the split that arrives last merges the
-/// pair into o as gqaDecodeMerge. Nobody waits, so the tasks need not run
-/// at once, and no merge phase or whole-phase event stands between the
-/// splits and the op's readers.
+/// reset: ArrivalCounters.h); the split that arrives last merges the pair
+/// into o (the pair's tasks are part of its mapping). Nobody waits, so the
+/// tasks need not run at once, and no merge phase or whole-phase event
+/// stands between the splits and the op's readers. `preloaded`: the task's
+/// gqaDecodePreload ran before its wait and returned true.
 template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
           typename TInd, typename TLen, typename TO>
 __device__ __noinline__ int32_t gqaDecode(
@@ -671,12 +692,13 @@ __device__ __noinline__ int32_t gqaDecode(
     const TInd *kvIndices, const TLen *kvLens, float *workspace, int64_t batch,
     int64_t maxBatch, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, int64_t P,
     int64_t numPages, int64_t numIndices, int64_t S, float smScale, int64_t b,
-    int64_t hk, int64_t s, TO *o, unsigned long long *arrivals, char *smem) {
+    int64_t hk, int64_t s, TO *o, unsigned long long *arrivals, char *smem,
+    bool preloaded = false) {
   GqaSplitTask task;
   const int32_t status = detail::gqaSplitRun<kThreads>(
       task, q, kCache, vCache, kvIndptr, kvIndices, kvLens, workspace, batch,
       maxBatch, Hq, Hkv, D, Dv, P, numPages, numIndices, S, smScale, b, hk, s,
-      smem);
+      smem, preloaded ? detail::gqaPreloadedAt<kThreads>(smem) : nullptr);
   if (status != nv::kBodyOk || !task.active)
     return status;
   // Once the block's partials are written, the arrival releases them and,
@@ -691,8 +713,66 @@ __device__ __noinline__ int32_t gqaDecode(
   __syncthreads();
   if (!lastArrival)
     return nv::kBodyOk;
-  return gqaDecodeMerge<kThreads>(workspace, kvLens, o, batch, maxBatch, Hq,
-                                  Hkv, Dv, S, task.b, task.hk, smem);
+  const int64_t group = Hq / Hkv, numTasks = maxBatch * Hkv * S;
+  detail::gqaMergePair<kThreads>(workspace, workspace + numTasks * group * Dv,
+                                 o, Hq, group, Dv, task.b, task.hk,
+                                 task.pairFirst, task.pairCount);
+  return nv::kBodyOk;
+}
+
+/// gqaDecode's work that needs none of its inputs written in this launch,
+/// issued before the task's wait: the run-time mapping (kv_lens, kv_indptr)
+/// and, on the tensor-core path, the page ids and K/V copies of each warp's
+/// first tiles. The caller guarantees that within the launch only a
+/// kv_append with `slot_mapping` (its first `appended` entries) writes the
+/// caches before this op, and nothing the page table: rows it may have
+/// written are read again after the wait. False (nothing kept) when the
+/// launch's shared memory has no room for what the body needs
+/// (GqaPreloaded).
+template <int kThreads, typename TQ, typename TK, typename TV, typename TPtr,
+          typename TInd, typename TLen, typename TSlot>
+__device__ __noinline__ bool gqaDecodePreload(
+    const TQ *q, const TK *kCache, const TV *vCache, const TPtr *kvIndptr,
+    const TInd *kvIndices, const TLen *kvLens, const TSlot *slotMapping,
+    int64_t appended, int64_t batch, int64_t maxBatch, int64_t Hkv, int64_t D,
+    int64_t Dv, int64_t P, int64_t numPages, int64_t numIndices, int64_t S,
+    int64_t b, int64_t hk, int64_t s, char *smem) {
+  detail::GqaPreloaded<kThreads> *pre = detail::gqaPreloadedAt<kThreads>(smem);
+  if (!pre)
+    return false;
+  const int64_t numTasks = maxBatch * Hkv * S, n = (b * Hkv + hk) * S + s;
+  const GqaSplitTask task = gqaCheckedSplitTask(kvIndptr, kvLens, batch, Hkv,
+                                                numTasks, n, numIndices, P);
+  const int stages = task.active ? detail::gqaMmaPlan<kThreads>(
+                                       q, kCache, vCache, D, Dv, P, numPages,
+                                       Hkv)
+                                 : 0;
+  const bool prologue =
+      stages && int64_t(kThreads / 32) * stages *
+                        detail::gqaMmaStageBytes(D) <=
+                    reinterpret_cast<char *>(pre) - smem;
+  if (threadIdx.x == 0) {
+    pre->task = task;
+    pre->prologue = prologue;
+  }
+  if constexpr (std::is_same_v<TQ, TK> && std::is_same_v<TK, TV> &&
+                detail::kIs16Bit<TK>) {
+    if (prologue) {
+      const CheckedPages<TInd> pages{kvIndices + task.first, numPages};
+      if (D == 64)
+        detail::gqaSplitMmaPrologueStages<kThreads, 64>(
+            stages, kCache, vCache, pages, Hkv, P, task.hk, task.tBegin,
+            task.tEnd, slotMapping, appended, pre, smem);
+      else
+        detail::gqaSplitMmaPrologueStages<kThreads, 128>(
+            stages, kCache, vCache, pages, Hkv, P, task.hk, task.tBegin,
+            task.tEnd, slotMapping, appended, pre, smem);
+      // The ids its copies read: those of its first tiles' tokens.
+      pages.report(task.tBegin / P,
+                   task.tEnd > task.tBegin ? (task.tEnd - 1) / P + 1 : 0);
+    }
+  }
+  return true;
 }
 
 } // namespace sm90

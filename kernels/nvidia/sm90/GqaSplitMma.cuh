@@ -132,29 +132,160 @@ __device__ __forceinline__ int tileOffset(int r, int c) {
   return r * (2 * kDim) + ((c ^ (r & 7)) << 4);
 }
 
+/// A warp's ring (see the file comment): looks up the page ids of its next
+/// tile one copy ahead, and copies tiles into its stages. Cache row indices
+/// (page * P + slot) * Hkv + hk must fit in 31 bits (gqaMmaRowsFit): the
+/// lanes pass them around as 32-bit values.
+template <int kThreads, int kDim, int kStages, typename T, typename TInd>
+struct GqaMmaRing {
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kChunks = kDim / 8; // 16-byte chunks of a row
+  static constexpr int kTileBytes = kGqaMmaTile * kDim * 2;
+  static constexpr int kStageBytes = int(gqaMmaStageBytes(kDim));
+
+  const T *kCache, *vCache;
+  const CheckedPages<TInd> *pages;
+  int64_t P, Hkv, hk;
+  uint32_t tBegin, len;
+  int32_t mine; ///< the warp's tiles: w, w + kWarps, ...
+  char *ring;   ///< the warp's kStages stages
+  int lane, warp;
+  // Lane j's token j (j = lane % 16) of the tile looked up last.
+  int64_t nextId = 0;
+  uint32_t nextSlot = 0;
+  bool nextOk = false;
+
+  __device__ GqaMmaRing(const T *kCache, const T *vCache,
+                        const CheckedPages<TInd> &pages, int64_t P,
+                        int64_t Hkv, int64_t hk, int64_t tBegin, int64_t tEnd,
+                        char *smem)
+      : kCache(kCache), vCache(vCache), pages(&pages), P(P), Hkv(Hkv), hk(hk),
+        tBegin(uint32_t(tBegin)), len(uint32_t(tEnd - tBegin)),
+        lane(laneId()), warp(warpId()) {
+    const int32_t tiles = int32_t((len + kGqaMmaTile - 1) / kGqaMmaTile);
+    mine = warp < tiles ? (tiles - 1 - warp) / kWarps + 1 : 0;
+    ring = smem + warp * kStages * kStageBytes;
+  }
+
+  /// Looks up the page id of the lane's token of the warp's tile i.
+  __device__ void lookUp(int32_t i) {
+    const uint32_t t = uint32_t(warp + i * kWarps) * kGqaMmaTile + (lane & 15);
+    nextOk = i < mine && t < len;
+    const uint32_t abs = tBegin + (nextOk ? t : 0u);
+    nextSlot = abs % uint32_t(P);
+    nextId = nextOk ? int64_t(pages->ids[abs / uint32_t(P)]) : 0;
+  }
+
+  /// The cache row of the looked-up token (-1: past the range).
+  __device__ int32_t row() const {
+    return nextOk ? int32_t((pages->checked(nextId) * P + nextSlot) * Hkv + hk)
+                  : -1;
+  }
+
+  /// Copies the looked-up tile, lane j's token at `row` (from row()), into
+  /// stage `slot` (zeros past the range) and commits a group, empty when
+  /// the tile is past the warp's.
+  __device__ void copy(int slot, int32_t row) {
+    constexpr int kRowsPerCopy = 32 / kChunks; // rows one warp-wide copy covers
+    char *kt = ring + slot * kStageBytes, *vt = kt + kTileBytes;
+    const int ch = lane % kChunks;
+    const T *kLane = kCache + 8 * ch, *vLane = vCache + 8 * ch;
+#pragma unroll
+    for (int c = 0; c < kGqaMmaTile / kRowsPerCopy; ++c) {
+      const int r = c * kRowsPerCopy + lane / kChunks;
+      const int32_t rr = __shfl_sync(0xffffffffu, row, r);
+      // Past the range: row 0 of the cache, not read (zero-filled).
+      const int64_t at = int64_t(max(rr, 0)) * kDim;
+      nv::cpAsync16(kt + tileOffset<kDim>(r, ch), kLane + at, rr >= 0);
+      nv::cpAsync16(vt + tileOffset<kDim>(r, ch), vLane + at, rr >= 0);
+    }
+    nv::cpAsyncCommit();
+  }
+};
+
+/// What a split's preload (gqaDecodePreload) leaves its body, at the end of
+/// the dynamic shared memory, past the rings: the mapping; whether the
+/// tensor-core path's first kStages - 1 tiles per warp are in flight; each
+/// lane's look-up of the tile the body copies first; and, per prologue
+/// tile row, the cache row when it holds a token this launch appends
+/// (slot_mapping: the preload may have read it before its writer ran, so
+/// the body reads it again after the wait; -1 otherwise).
+template <int kThreads> struct GqaPreloaded {
+  GqaSplitTask task;
+  int32_t prologue;
+  int64_t nextId[kThreads];
+  uint32_t nextSlot[kThreads];
+  uint8_t nextOk[kThreads];
+  int32_t again[kThreads / 32][kGqaMmaMaxStages - 1][kGqaMmaTile];
+};
+
+/// Where GqaPreloaded lives in `smem`, when the launch has room for it.
+template <int kThreads>
+__device__ __forceinline__ GqaPreloaded<kThreads> *gqaPreloadedAt(char *smem) {
+  constexpr int64_t kBytes =
+      (int64_t(sizeof(GqaPreloaded<kThreads>)) + 127) / 128 * 128;
+  const int64_t dyn = nv::dynamicSmemBytes();
+  return dyn >= kBytes ? reinterpret_cast<GqaPreloaded<kThreads> *>(
+                             smem + (dyn - kBytes) / 128 * 128)
+                       : nullptr;
+}
+
+/// The tensor-core split's first kStages - 1 tiles per warp, issued by the
+/// preload before the task's wait (gqaSplitMma finishes them), and what the
+/// body needs of them in `pre`. `appended` slots of slot_mapping are the
+/// cache slots (page * P + entry) this launch writes.
+template <int kThreads, int kDim, int kStages, typename T, typename TInd,
+          typename TSlot>
+__device__ void gqaSplitMmaPrologue(const T *kCache, const T *vCache,
+                                    const CheckedPages<TInd> &pages,
+                                    int64_t Hkv, int64_t P, int64_t hk,
+                                    int64_t tBegin, int64_t tEnd,
+                                    const TSlot *slotMapping, int64_t appended,
+                                    GqaPreloaded<kThreads> *pre, char *smem) {
+  GqaMmaRing<kThreads, kDim, kStages, T, TInd> r(kCache, vCache, pages, P,
+                                                 Hkv, hk, tBegin, tEnd, smem);
+  r.lookUp(0);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    const int32_t row = r.row();
+    int32_t again = -1;
+    if (row >= 0) {
+      const int64_t slot = (row - hk) / Hkv;
+      for (int64_t a = 0; a < appended; ++a)
+        if (int64_t(slotMapping[a]) == slot)
+          again = row;
+    }
+    if (r.lane < kGqaMmaTile)
+      pre->again[r.warp][s][r.lane] = again;
+    r.copy(s, row);
+    r.lookUp(s + 1);
+  }
+  pre->nextId[threadIdx.x] = r.nextId;
+  pre->nextSlot[threadIdx.x] = r.nextSlot;
+  pre->nextOk[threadIdx.x] = r.nextOk;
+}
+
 /// The split of token range [tBegin, tEnd) for query heads [h0, h0 + nh),
 /// nh <= 16, of KV head hk of request b (see the file comment); writes
-/// oPart / lsePart rows slotRow + h0 .. as the other paths do. Cache row
-/// indices (page * P + slot) * Hkv + hk must fit in 31 bits
-/// (gqaMmaRowsFit): the lanes pass them around as 32-bit values.
+/// oPart / lsePart rows slotRow + h0 .. as the other paths do. With `pre`,
+/// the preload issued the ring's first stages (gqaSplitMmaPrologue).
 template <int kThreads, int kDim, int kStages, typename T, typename TInd>
 __device__ void gqaSplitMma(const T *q, const T *kCache, const T *vCache,
                             const CheckedPages<TInd> &pages, float *oPart,
                             float *lsePart, int64_t Hq, int64_t Hkv, int64_t P,
                             float smScale, int64_t b, int64_t hk, int64_t h0,
                             int64_t nh, int64_t slotRow, int64_t tBegin,
-                            int64_t tEnd, char *smem) {
+                            int64_t tEnd, char *smem,
+                            const GqaPreloaded<kThreads> *pre) {
   static_assert(kDim == 64 || kDim == 128, "head dim");
+  using Ring = GqaMmaRing<kThreads, kDim, kStages, T, TInd>;
   constexpr int kWarps = kThreads / 32;
-  constexpr int kChunks = kDim / 8;           // 16-byte chunks of a row
-  constexpr int kRowsPerCopy = 32 / kChunks;  // rows one warp-wide copy covers
-  constexpr int kCopies = kGqaMmaTile / kRowsPerCopy;
-  constexpr int kTileBytes = kGqaMmaTile * kDim * 2;
-  constexpr int kStageBytes = int(gqaMmaStageBytes(kDim));
+  constexpr int kChunks = Ring::kChunks;
+  constexpr int kTileBytes = Ring::kTileBytes;
+  constexpr int kStageBytes = Ring::kStageBytes;
   constexpr int kKSteps = kDim / 16;  // k16 steps of Q K^T
   constexpr int kDTiles = kDim / 8;   // n8 tiles of O
   const int lane = laneId(), warp = warpId(), g = lane >> 2, qd = lane & 3;
-  char *ring = smem + warp * kStages * kStageBytes;
 
   // Q rows h0 + g and h0 + g + 8 as A fragments (zeros past nh).
   uint32_t qa[kKSteps][4];
@@ -172,59 +303,60 @@ __device__ void gqaSplitMma(const T *q, const T *kCache, const T *vCache,
     }
   }
 
-  const uint32_t len = uint32_t(tEnd - tBegin), pageTokens = uint32_t(P);
-  const int32_t tiles = int32_t((len + kGqaMmaTile - 1) / kGqaMmaTile);
-  const int32_t mine =
-      warp < tiles ? (tiles - 1 - warp) / kWarps + 1 : 0; // this warp's tiles
-
-  // Lane j's token j (j = lane % 16) of the warp's tile i: its page id is
-  // loaded one copy ahead of its use.
-  int64_t nextId = 0;
-  uint32_t nextSlot = 0;
-  bool nextOk = false;
-  auto lookUp = [&](int32_t i) {
-    const uint32_t t = uint32_t(warp + i * kWarps) * kGqaMmaTile + (lane & 15);
-    nextOk = i < mine && t < len;
-    const uint32_t abs = uint32_t(tBegin) + (nextOk ? t : 0u);
-    nextSlot = abs % pageTokens;
-    nextId = nextOk ? int64_t(pages.ids[abs / pageTokens]) : 0;
-  };
-  // Copies the looked-up tile into slot `slot` (zeros past the range) and
-  // commits a group, empty when the tile is past the warp's.
-  auto copy = [&](int slot) {
-    const int32_t row = nextOk ? int32_t((pages.checked(nextId) * P +
-                                          nextSlot) * Hkv + hk)
-                               : -1;
-    char *kt = ring + slot * kStageBytes, *vt = kt + kTileBytes;
-    const int ch = lane % kChunks;
-    const T *kLane = kCache + 8 * ch, *vLane = vCache + 8 * ch;
+  Ring r(kCache, vCache, pages, P, Hkv, hk, tBegin, tEnd, smem);
+  const uint32_t len = r.len;
+  const int32_t mine = r.mine;
+  char *ring = r.ring;
+  if (!pre) {
+    r.lookUp(0);
 #pragma unroll
-    for (int c = 0; c < kCopies; ++c) {
-      const int r = c * kRowsPerCopy + lane / kChunks;
-      const int32_t rr = __shfl_sync(0xffffffffu, row, r);
-      // Past the range: row 0 of the cache, not read (zero-filled).
-      const int64_t at = int64_t(max(rr, 0)) * kDim;
-      nv::cpAsync16(kt + tileOffset<kDim>(r, ch), kLane + at, rr >= 0);
-      nv::cpAsync16(vt + tileOffset<kDim>(r, ch), vLane + at, rr >= 0);
+    for (int s = 0; s < kStages - 1; ++s) {
+      r.copy(s, r.row());
+      r.lookUp(s + 1);
     }
-    nv::cpAsyncCommit();
-  };
+  } else {
+    r.nextId = pre->nextId[threadIdx.x];
+    r.nextSlot = pre->nextSlot[threadIdx.x];
+    r.nextOk = pre->nextOk[threadIdx.x];
+    // Rows this launch appended, read again now that their writer is done
+    // (once the preload's copies of them have landed).
+    bool any = false;
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s)
+      for (int t = 0; t < kGqaMmaTile; ++t)
+        any |= pre->again[warp][s][t] >= 0;
+    if (any) {
+      nv::cpAsyncWait<0>();
+      __syncwarp();
+#pragma unroll
+      for (int s = 0; s < kStages - 1; ++s)
+        for (int t = 0; t < kGqaMmaTile; ++t) {
+          const int32_t row = pre->again[warp][s][t];
+          if (row < 0)
+            continue;
+          for (int c = lane; c < 2 * kChunks; c += 32) {
+            const bool isV = c >= kChunks;
+            const int ch = c % kChunks;
+            const T *src = (isV ? vCache : kCache) + int64_t(row) * kDim + 8 * ch;
+            *reinterpret_cast<int4 *>(ring + s * kStageBytes +
+                                      (isV ? kTileBytes : 0) +
+                                      tileOffset<kDim>(t, ch)) =
+                *reinterpret_cast<const int4 *>(src);
+          }
+        }
+      __syncwarp();
+    }
+  }
 
   const float scale2 = smScale * nv::kLog2e;
   float m[2] = {nv::kNegInf, nv::kNegInf}, l[2] = {0.f, 0.f};
   float o[kDTiles][4] = {};
 
-  lookUp(0);
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    copy(s);
-    lookUp(s + 1);
-  }
   int slot = 0, fill = kStages - 1;
   for (int32_t i = 0; i < mine; ++i) {
     __syncwarp(); // every lane is done with the slot the copy refills
-    copy(fill);
-    lookUp(i + kStages);
+    r.copy(fill, r.row());
+    r.lookUp(i + kStages);
     fill = fill + 1 == kStages ? 0 : fill + 1;
     nv::cpAsyncWait<kStages - 1>();
     __syncwarp(); // the other lanes' copies of tile i
@@ -355,19 +487,41 @@ __device__ void gqaSplitMmaStages(int stages, const T *q, const T *kCache,
                                   int64_t Hkv, int64_t P, float smScale,
                                   int64_t b, int64_t hk, int64_t h0,
                                   int64_t nh, int64_t slotRow, int64_t tBegin,
-                                  int64_t tEnd, char *smem) {
+                                  int64_t tEnd, char *smem,
+                                  const GqaPreloaded<kThreads> *pre) {
   if (stages >= 4)
     gqaSplitMma<kThreads, kDim, 4>(q, kCache, vCache, pages, oPart, lsePart,
                                    Hq, Hkv, P, smScale, b, hk, h0, nh,
-                                   slotRow, tBegin, tEnd, smem);
+                                   slotRow, tBegin, tEnd, smem, pre);
   else if (stages == 3)
     gqaSplitMma<kThreads, kDim, 3>(q, kCache, vCache, pages, oPart, lsePart,
                                    Hq, Hkv, P, smScale, b, hk, h0, nh,
-                                   slotRow, tBegin, tEnd, smem);
+                                   slotRow, tBegin, tEnd, smem, pre);
   else
     gqaSplitMma<kThreads, kDim, 2>(q, kCache, vCache, pages, oPart, lsePart,
                                    Hq, Hkv, P, smScale, b, hk, h0, nh,
-                                   slotRow, tBegin, tEnd, smem);
+                                   slotRow, tBegin, tEnd, smem, pre);
+}
+
+/// gqaSplitMmaPrologue with the stage count taken at run time (2..4).
+template <int kThreads, int kDim, typename T, typename TInd, typename TSlot>
+__device__ void gqaSplitMmaPrologueStages(
+    int stages, const T *kCache, const T *vCache,
+    const CheckedPages<TInd> &pages, int64_t Hkv, int64_t P, int64_t hk,
+    int64_t tBegin, int64_t tEnd, const TSlot *slotMapping, int64_t appended,
+    GqaPreloaded<kThreads> *pre, char *smem) {
+  if (stages >= 4)
+    gqaSplitMmaPrologue<kThreads, kDim, 4>(kCache, vCache, pages, Hkv, P, hk,
+                                           tBegin, tEnd, slotMapping,
+                                           appended, pre, smem);
+  else if (stages == 3)
+    gqaSplitMmaPrologue<kThreads, kDim, 3>(kCache, vCache, pages, Hkv, P, hk,
+                                           tBegin, tEnd, slotMapping,
+                                           appended, pre, smem);
+  else
+    gqaSplitMmaPrologue<kThreads, kDim, 2>(kCache, vCache, pages, Hkv, P, hk,
+                                           tBegin, tEnd, slotMapping,
+                                           appended, pre, smem);
 }
 
 } // namespace detail
