@@ -58,10 +58,6 @@ __host__ __device__ constexpr int64_t rmsnormSmemBytes() {
 }
 
 namespace detail {
-/// 8-element chunks of a row each thread keeps in registers on
-/// rmsnormRows' register path (rows up to kThreads * 8 * this).
-constexpr int kRmsRegisterChunks = 4;
-
 /// Sum of squares of the `stride`-strided share of row xr owned by `idx`.
 template <int kStride, typename TX>
 __device__ __forceinline__ float rowSumSq(const TX *xr, int64_t D, bool vec,
@@ -125,43 +121,6 @@ __device__ __noinline__ int32_t rmsnormRows(const TX *x, const TW *w, TY *y, int
     return nv::kBodyOk;
   }
   __shared__ float scratch[kWarps];
-  if (vec && D <= int64_t(kThreads) * 8 * detail::kRmsRegisterChunks) {
-    // The row's x and w in registers, loaded at once: one round trip to
-    // memory instead of x, then x and w again. The same sums in the same
-    // order as rowSumSq and rowScale.
-    constexpr int kChunks = detail::kRmsRegisterChunks;
-    for (int64_t r = r0; r < r1; ++r) {
-      float v[kChunks][8], g[kChunks][8];
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        const int64_t i = (int64_t(threadIdx.x) + c * kThreads) * 8;
-        if (i < D) {
-          nv::load8(x + r * D + i, v[c]);
-          nv::load8(w + i, g[c]);
-        }
-      }
-      float ss = 0.f;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c)
-        if ((int64_t(threadIdx.x) + c * kThreads) * 8 < D)
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            ss += v[c][e] * v[c][e];
-      ss = nv::blockSum<kThreads>(ss, scratch);
-      const float inv = 1.0f / sqrtf(ss / float(D) + eps);
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        const int64_t i = (int64_t(threadIdx.x) + c * kThreads) * 8;
-        if (i < D) {
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            v[c][e] = v[c][e] * inv * g[c][e];
-          nv::store8(y + r * D + i, v[c]);
-        }
-      }
-    }
-    return nv::kBodyOk;
-  }
   for (int64_t r = r0; r < r1; ++r) {
     float ss = nv::blockSum<kThreads>(
         detail::rowSumSq<kThreads>(x + r * D, D, vec, threadIdx.x), scratch);
