@@ -65,6 +65,41 @@ bool mayOverlap(const BufferPlace &a, const BufferPlace &b) {
                     b.indices.begin());
 }
 
+/// The writes of the ops before `op` in its block that may reach `values`
+/// (the writer and the value it names); failure when one of `values` is
+/// not in a graph argument or an op does not say what it writes.
+FailureOr<SmallVector<std::pair<Operation *, Value>>>
+writesBefore(Operation *op, ArrayRef<Value> values) {
+  SmallVector<BufferPlace> places;
+  for (Value v : values) {
+    places.push_back(placeOf(v));
+    if (!places.back().isArgument())
+      return failure();
+  }
+  SmallVector<std::pair<Operation *, Value>> writes;
+  for (Operation &before : *op->getBlock()) {
+    if (&before == op)
+      break;
+    auto effects = dyn_cast<MemoryEffectOpInterface>(before);
+    if (!effects)
+      return failure();
+    SmallVector<MemoryEffects::EffectInstance> fx;
+    effects.getEffects(fx);
+    for (const MemoryEffects::EffectInstance &e : fx) {
+      if (!isa<MemoryEffects::Write>(e.getEffect()))
+        continue;
+      if (!e.getValue())
+        return failure(); // writes somewhere it does not say
+      const BufferPlace written = placeOf(e.getValue());
+      if (llvm::any_of(places, [&](const BufferPlace &p) {
+            return mayOverlap(p, written);
+          }))
+        writes.push_back({&before, e.getValue()});
+    }
+  }
+  return writes;
+}
+
 /// Whether gqa_decode `o`'s split may issue its loads before its wait
 /// (gqaDecodePreload), and then the kv_append whose rows it reads again
 /// after the wait (null: none writes the caches). It may when the caches,
@@ -72,48 +107,23 @@ bool mayOverlap(const BufferPlace &a, const BufferPlace &b) {
 /// that no op before `o` writes, but for one kv_append of exactly `o`'s
 /// caches.
 FailureOr<KvAppendOp> gqaPreloadAppend(GqaDecodeOp o) {
-  SmallVector<BufferPlace> kept;
-  for (Value v : {o.getKCache(), o.getVCache(), o.getKvIndptr(),
-                  o.getKvIndices(), o.getKvLens()})
-    kept.push_back(placeOf(v));
-  // The append is found before its slot_mapping can be checked: a second
-  // walk does that.
+  auto writes = writesBefore(o, {o.getKCache(), o.getVCache(), o.getKvIndptr(),
+                                 o.getKvIndices(), o.getKvLens()});
+  if (failed(writes))
+    return failure();
   KvAppendOp append;
-  for (int walk = 0; walk < 2; ++walk) {
-    if (walk == 1) {
-      if (!append)
-        break;
-      kept.push_back(placeOf(append.getSlotMapping()));
-    }
-    for (const BufferPlace &place : kept)
-      if (!place.isArgument())
-        return failure();
-    for (Operation &op : *o->getBlock()) {
-      if (&op == o.getOperation())
-        break;
-      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-      if (!effects)
-        return failure();
-      SmallVector<MemoryEffects::EffectInstance> fx;
-      effects.getEffects(fx);
-      for (const MemoryEffects::EffectInstance &e : fx) {
-        if (!isa<MemoryEffects::Write>(e.getEffect()))
-          continue;
-        if (!e.getValue())
-          return failure(); // writes somewhere it does not say
-        const BufferPlace written = placeOf(e.getValue());
-        if (!llvm::any_of(kept, [&](const BufferPlace &k) {
-              return mayOverlap(k, written);
-            }))
-          continue;
-        auto a = dyn_cast<KvAppendOp>(op);
-        if (!a || (append && append != a) ||
-            a.getKCache() != o.getKCache() || a.getVCache() != o.getVCache() ||
-            (e.getValue() != a.getKCache() && e.getValue() != a.getVCache()))
-          return failure();
-        append = a;
-      }
-    }
+  for (auto [op, value] : *writes) {
+    auto a = dyn_cast<KvAppendOp>(op);
+    if (!a || (append && append != a) || a.getKCache() != o.getKCache() ||
+        a.getVCache() != o.getVCache() ||
+        (value != a.getKCache() && value != a.getVCache()))
+      return failure();
+    append = a;
+  }
+  if (append) {
+    auto slotWrites = writesBefore(o, {append.getSlotMapping()});
+    if (failed(slotWrites) || !slotWrites->empty())
+      return failure();
   }
   return append;
 }
