@@ -75,6 +75,8 @@ PROTOTYPES = {
     "loomrt_program_set_queued_launch": (_S, [_P, _I32]),
     "loomrt_launch": (_S, [_P]),
     "loomrt_synchronize": (_S, [_P]),
+    "loomrt_launch_on_stream": (_S, [_P, _P]),
+    "loomrt_program_check": (_S, [_P]),
     "loomrt_program_last_launch_ns": (_S, [_P, _ptr(_U64)]),
     "loomrt_program_epoch": (_S, [_P, _ptr(_U64)]),
 }

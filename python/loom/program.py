@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 from . import _arrays
 from ._binding import check_array
@@ -35,6 +35,8 @@ class Program(Closeable):
         self._lib = device._lib
         self._bound: Dict[str, Any] = {}
         self._in_flight: Dict[str, Any] = {}  # what the launch in flight reads
+        # What the launches queued on streams since the last check() read.
+        self._on_streams: List[Dict[str, Any]] = []
         h = ctypes.c_void_p()
         self._lib.call("loomrt_program_load", device._raw(), path.encode(), 0, ctypes.byref(h))
         self._handle = h
@@ -109,6 +111,33 @@ class Program(Closeable):
         self.launch()
         self.synchronize()
 
+    def launch_on_stream(self, stream: Any = None) -> None:
+        """Queues one launch on a CUDA stream and returns (CUDA graph capture
+        included; the runtime's loomrt_launch_on_stream). `stream`: a
+        torch.cuda.Stream (or anything with a `cuda_stream` handle), a raw
+        cudaStream_t as an int, or None for torch's current stream on the
+        program's device (the legacy default stream without torch). The
+        arrays bound now stay referenced until check() reports the launches
+        done; the program itself must outlive them (and any graph holding
+        them). Raises UNSUPPORTED on the host and HIP backends."""
+        handle = _stream_handle(stream, self.device)
+        self._lib.call("loomrt_launch_on_stream", self._raw(), ctypes.c_void_p(handle))
+        self._on_streams.append(dict(self._bound))
+
+    def check(self) -> None:
+        """After the caller synchronized the stream (or a graph's replays):
+        raises the first failure of the launches queued on streams since the
+        last check (TASK_FAILED, TIMEOUT: the program can launch again
+        after), NOT_READY while they still run; releases what they read
+        once they are done."""
+        try:
+            self._lib.call("loomrt_program_check", self._raw())
+        except LoomError as e:
+            if e.status != Status.NOT_READY:
+                self._on_streams = []
+            raise
+        self._on_streams = []
+
     def last_launch_ns(self) -> int:
         """Wall time of the last completed launch in ns."""
         ns = ctypes.c_uint64(0)
@@ -136,6 +165,7 @@ class Program(Closeable):
             finally:
                 self._bound.clear()
                 self._in_flight = {}
+                self._on_streams = []
 
     def _raw(self) -> ctypes.c_void_p:
         if self._handle is None:
@@ -146,3 +176,25 @@ class Program(Closeable):
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{len(self.buffers)} buffers"
         return f"<loom.Program {self.name} on {self.device.kind}:{self.device.ordinal}, {state}>"
+
+
+def _stream_handle(stream: Any, device) -> int:
+    """The cudaStream_t `stream` names (see Program.launch_on_stream)."""
+    if stream is None:
+        try:
+            import torch  # noqa: F401  (only to follow its current stream)
+        except ImportError:
+            return 0
+        if device.kind != "cuda" or not torch.cuda.is_available():
+            return 0
+        return int(torch.cuda.current_stream(device.ordinal).cuda_stream)
+    if hasattr(stream, "cuda_stream"):
+        return int(stream.cuda_stream)
+    if isinstance(stream, ctypes.c_void_p):
+        return int(stream.value or 0)
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return stream
+    raise LoomError(Status.INVALID_ARGUMENT,
+                    f"stream must be a torch.cuda.Stream, a cudaStream_t as an int, "
+                    f"or None (torch's current stream); got {type(stream).__name__}",
+                    "Program.launch_on_stream")

@@ -171,6 +171,23 @@ def test_bound_arrays_are_kept_alive(device, build_program):
     assert q() is None, "close() should release the bound arrays"
 
 
+def test_stream_launches(program):
+    """Queued launches are CUDA's: the host backend refuses them with the
+    runtime's reason, the stream argument is checked before the call, and
+    check() is a success while nothing was queued."""
+    bind_all(program, make_inputs([2], "f32", np.random.default_rng(5)))
+    program.check()
+    with raises(loom.Status.UNSUPPORTED) as e:
+        program.launch_on_stream(0)
+    assert e.error.call == "loomrt_launch_on_stream" and e.error.message
+    with raises(loom.Status.INVALID_ARGUMENT, "stream must be", "str"):
+        program.launch_on_stream("default")
+    with raises(loom.Status.INVALID_ARGUMENT, "stream must be", "bool"):
+        program.launch_on_stream(True)
+    program.check()
+    program.run()  # the program is still usable
+
+
 # --- Errors -----------------------------------------------------------------------
 
 
