@@ -25,6 +25,11 @@
 // part plus the 16-bit rest, so the weights keep fp32's precision, as on
 // the CUDA-core paths; the tensor cores have the time for the second MMA.
 //
+// The ring's first stages need only the page table and the cache as the
+// launch found them: gqaDecodePreload issues them before the task waits
+// for q (gqaSplitMmaPrologue), and the body reads again only the rows of
+// those tiles that this launch's kv_append writes.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LOOM_KERNELS_NVIDIA_SM90_GQASPLITMMA_CUH
 #define LOOM_KERNELS_NVIDIA_SM90_GQASPLITMMA_CUH
