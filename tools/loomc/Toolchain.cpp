@@ -41,7 +41,9 @@ bool run(const std::string &program, ArrayRef<std::string> args,
   return false;
 }
 
-std::vector<std::string> extraFlags(const char *variable) {
+} // namespace
+
+std::vector<std::string> loom::extraFlags(const char *variable) {
   std::vector<std::string> flags;
   if (const char *value = std::getenv(variable)) {
     SmallVector<StringRef> parts;
@@ -51,8 +53,6 @@ std::vector<std::string> extraFlags(const char *variable) {
   }
   return flags;
 }
-
-} // namespace
 
 bool loom::compileSharedLibrary(const std::string &sourcePath,
                                 const std::string &libraryPath,
@@ -67,7 +67,7 @@ bool loom::compileSharedLibrary(const std::string &sourcePath,
   }
   std::vector<std::string> args = {"-std=c++17", "-O2", "-fPIC", "-shared",
                                    "-fvisibility=hidden", "-I" + kernelsRoot};
-  for (std::string &flag : extraFlags("LOOM_HOST_CXXFLAGS"))
+  for (std::string &flag : extraFlags(kHostFlagsVariable))
     args.push_back(flag);
   args.insert(args.end(), {sourcePath, "-o", libraryPath});
   std::string output;
@@ -96,7 +96,7 @@ bool loom::compileCubin(const std::string &sourcePath,
       "-cubin", "-std=c++17", "-O3", "--expt-relaxed-constexpr",
       "-gencode=arch=" + compute + ",code=" + arch, "-Xptxas", "-v",
       "-I" + kernelsRoot};
-  for (std::string &flag : extraFlags("LOOM_NVCC_FLAGS"))
+  for (std::string &flag : extraFlags(kNvccFlagsVariable))
     args.push_back(flag);
   args.insert(args.end(), {sourcePath, "-o", cubinPath});
   return run(nvcc, args, ptxasReport, error);
@@ -139,7 +139,7 @@ bool loom::compileHsaco(const std::string &sourcePath,
       "-mllvm", "-disable-machine-licm",
       // Registers, scratch, occupancy and LDS per kernel, for the report.
       "-Rpass-analysis=kernel-resource-usage", "-I" + kernelsRoot};
-  for (std::string &flag : extraFlags("LOOM_HIP_FLAGS"))
+  for (std::string &flag : extraFlags(kHipFlagsVariable))
     args.push_back(flag);
   args.insert(args.end(), {sourcePath, "-o", hsacoPath});
   return run(clang, args, resourceReport, error);

@@ -35,6 +35,15 @@ bool compileHsaco(const std::string &sourcePath, const std::string &hsacoPath,
                   const std::string &arch, const std::string &kernelsRoot,
                   std::string &resourceReport, std::string &error);
 
+/// The variables whose flags the compiles above add: LOOM_HOST_CXXFLAGS
+/// (every artifact's host library), LOOM_NVCC_FLAGS, LOOM_HIP_FLAGS.
+constexpr const char *kHostFlagsVariable = "LOOM_HOST_CXXFLAGS";
+constexpr const char *kNvccFlagsVariable = "LOOM_NVCC_FLAGS";
+constexpr const char *kHipFlagsVariable = "LOOM_HIP_FLAGS";
+
+/// The flags `variable` adds now, space-separated (none when it is unset).
+std::vector<std::string> extraFlags(const char *variable);
+
 } // namespace loom
 
 #endif // LOOM_TOOLS_LOOMC_TOOLCHAIN_H

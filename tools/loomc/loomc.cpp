@@ -217,6 +217,7 @@ struct GpuBackend {
   const char *codeObjectKind; ///< "cubin", "hsaco": extension and asm symbols
   const char *reportExt;      ///< the device compiler's resource report
   const char *runtimeDevice;  ///< loomrt device kind
+  const char *flagsVariable;  ///< what adds flags to the device compile
   mlir::LogicalResult (*emitKernel)(mlir::loom::GraphOp, std::string &,
                                     mlir::loom::DeviceKernelInfo &);
   mlir::LogicalResult (*emitHostLibrary)(mlir::loom::GraphOp,
@@ -230,10 +231,12 @@ struct GpuBackend {
 /// The GPU backend of a vendor; nullptr for the host target.
 const GpuBackend *gpuBackendFor(loom::Vendor vendor) {
   static const GpuBackend nvidia = {
-      ".cu",  "cubin", ".ptxas.txt", "cuda", mlir::loom::emitCudaKernel,
+      ".cu",  "cubin", ".ptxas.txt", "cuda", loom::kNvccFlagsVariable,
+      mlir::loom::emitCudaKernel,
       mlir::loom::emitCudaHostLibrary, loom::compileCubin};
   static const GpuBackend amd = {
-      ".hip", "hsaco", ".resources.txt", "hip", mlir::loom::emitHipKernel,
+      ".hip", "hsaco", ".resources.txt", "hip", loom::kHipFlagsVariable,
+      mlir::loom::emitHipKernel,
       mlir::loom::emitHipHostLibrary, loom::compileHsaco};
   switch (vendor) {
   case loom::Vendor::Nvidia:
@@ -244,6 +247,26 @@ const GpuBackend *gpuBackendFor(loom::Vendor vendor) {
     return nullptr;
   }
   return nullptr;
+}
+
+/// What the artifact's metadata records of how it was built beyond the
+/// spec and the options above: the flags the environment added to its
+/// compiles, and the bodies' directory when it is not this source tree's
+/// (an experiment's copy).
+json::Object buildJson(const GpuBackend *gpu) {
+  json::Object flags;
+  for (const char *variable :
+       {loom::kHostFlagsVariable, gpu ? gpu->flagsVariable : nullptr}) {
+    if (!variable)
+      continue;
+    std::vector<std::string> added = loom::extraFlags(variable);
+    if (!added.empty())
+      flags[variable] = json::Array(added);
+  }
+  json::Object build{{"environment_flags", std::move(flags)}};
+  if (kernelsRoot != LOOM_SOURCE_DIR)
+    build["kernels_root"] = kernelsRoot;
+  return build;
 }
 
 /// The spec YAML --hf-config makes from its config.json and the deployment
@@ -492,6 +515,7 @@ int main(int argc, char **argv) {
             {"l2_prefetch_bytes",
              std::max<int64_t>(0, kernelInfo.prefetchBudget)},
             {"inline_bindings", kernelInfo.inlineBindings}};
+      metadata["build"] = buildJson(gpu);
       std::string text;
       raw_string_ostream os(text);
       mlir::loom::printMetadataJson(os, json::Value(std::move(metadata)));
