@@ -124,6 +124,15 @@ PartitionAttr partitionLinear(LinearOp op, TargetAttr target,
                        scratch);
 }
 
+/// Whether the target's decode bodies merge split work in the split tasks
+/// themselves (one phase, arrival counters: NVIDIA's gqa_decode and
+/// mla_decode) instead of a merge phase (the host and gfx950 bodies).
+bool mergesInOnePhase(TargetAttr target) {
+  ::loom::Vendor vendor;
+  return ::loom::vendorOfArch(target.getArch().str(), vendor) &&
+         vendor == ::loom::Vendor::Nvidia;
+}
+
 /// Split tasks N = batch x hkv x splits, with splits chosen so N reaches the
 /// workers even at the largest batch. N is fixed, but the bodies map tasks
 /// to (request, kv head, token range) at run time from the runtime batch and
@@ -147,9 +156,7 @@ PartitionAttr partitionGqa(GqaDecodeOp op, TargetAttr target,
   // NVIDIA's splits merge their pair themselves, the last to arrive
   // (kernels/nvidia/sm90/GqaDecodeBodies.cuh, gqaDecode): no merge phase,
   // no whole-phase event.
-  ::loom::Vendor vendor;
-  if (::loom::vendorOfArch(target.getArch().str(), vendor) &&
-      vendor == ::loom::Vendor::Nvidia)
+  if (mergesInOnePhase(target))
     return makePartition(op->getContext(), {tasks}, {splits},
                          {costNs(target, kvBytes, flops) +
                           costNs(target, mergeBytes, 0) / double(splits)},
@@ -174,9 +181,7 @@ PartitionAttr partitionMla(MlaDecodeOp op, TargetAttr target,
   int64_t scratch = (slots + batch) * h * (dc + 1) * 4;
   // NVIDIA's bodies merge in the same tasks (kernels/nvidia/sm90/
   // MlaBodies.cuh, mlaDecode): no merge phase, no whole-phase event.
-  ::loom::Vendor vendor;
-  if (::loom::vendorOfArch(target.getArch().str(), vendor) &&
-      vendor == ::loom::Vendor::Nvidia)
+  if (mergesInOnePhase(target))
     return makePartition(
         op->getContext(), {slots}, {slots, 0},
         {costNs(target, bytes, flops) +

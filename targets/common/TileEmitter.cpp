@@ -450,6 +450,24 @@ public:
           DenseI64ArrayAttr counters;
           if (onePhase && failed(onePhaseCounters(o, counters)))
             return failure();
+          // What a split task and its preload both take: the cache and page
+          // table (ptr() in operand order: the shared-function dialect
+          // numbers addresses as it is called), the sizes after the head
+          // counts, and the task's (b, hk, s).
+          std::string tables, sizes, task;
+          if (phase == 0) {
+            for (Value v : {o.getQ(), o.getKCache(), o.getVCache(), o.getKvIndptr(),
+                            o.getKvIndices(), o.getKvLens()})
+              tables += (tables.empty() ? "" : ", ") + ptr(v);
+            sizes = std::to_string(dim(o.getQ(), 2)) + "LL, " +
+                    std::to_string(dim(o.getVCache(), 3)) + "LL, " +
+                    std::to_string(dim(o.getKCache(), 1)) + "LL, " +
+                    std::to_string(dim(o.getKCache(), 0)) + "LL, " +
+                    bindingOf(o.getKvIndices()) + ".dims[0], " + std::to_string(s) + "LL";
+            task = "pair / " + std::to_string(hkv) + "LL, pair % " + std::to_string(hkv) +
+                   "LL, s";
+            os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n";
+          }
           if (phase == 0 && preloadOnly) {
             KvAppendOp append = *gqaPreloadAppend(o);
             std::string slots = "static_cast<const int64_t *>(nullptr)", appended = "0LL";
@@ -457,28 +475,15 @@ public:
               slots = ptr(append.getSlotMapping());
               appended = "std::min<int64_t>(rt, " + std::to_string(dim(append.getK(), 0)) + "LL)";
             }
-            os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
-               << "  return " << dialect.bodies << "gqaDecodePreload" << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
-               << ", " << ptr(o.getVCache()) << ", " << ptr(o.getKvIndptr()) << ", "
-               << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << slots << ", " << appended
-               << ", batch, " << maxB << "LL, " << hkv << "LL, "
-               << dim(o.getQ(), 2) << "LL, " << dim(o.getVCache(), 3) << "LL, "
-               << dim(o.getKCache(), 1) << "LL, " << dim(o.getKCache(), 0) << "LL, "
-               << bindingOf(o.getKvIndices()) << ".dims[0], " << s << "LL, pair / " << hkv
-               << "LL, pair % " << hkv << "LL, s" << dialect.extraArgs << ");\n";
+            os << "  return " << dialect.bodies << "gqaDecodePreload" << dialect.bodyTemplate << "(" << tables
+               << ", " << slots << ", " << appended << ", batch, " << maxB << "LL, " << hkv << "LL, "
+               << sizes << ", " << task << dialect.extraArgs << ");\n";
             return success();
           }
           if (phase == 0) {
-            os << "  const int64_t pair = tile / " << s << "LL, s = tile % " << s << "LL;\n"
-               << "  " << call() << dialect.bodies << (onePhase ? "gqaDecode" : "gqaDecodeSplit") << dialect.bodyTemplate << "(" << ptr(o.getQ()) << ", " << ptr(o.getKCache())
-               << ", " << ptr(o.getVCache()) << ", " << ptr(o.getKvIndptr()) << ", "
-               << ptr(o.getKvIndices()) << ", " << ptr(o.getKvLens()) << ", " << scratch(op)
-               << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
-               << dim(o.getQ(), 2) << "LL, " << dim(o.getVCache(), 3) << "LL, "
-               << dim(o.getKCache(), 1) << "LL, " << dim(o.getKCache(), 0) << "LL, "
-               << bindingOf(o.getKvIndices()) << ".dims[0], " << s << "LL, "
-               << floatLiteral(o.getSmScale().convertToDouble()) << ", pair / " << hkv
-               << "LL, pair % " << hkv << "LL, s";
+            os << "  " << call() << dialect.bodies << (onePhase ? "gqaDecode" : "gqaDecodeSplit") << dialect.bodyTemplate << "(" << tables
+               << ", " << scratch(op) << ", batch, " << maxB << "LL, " << hq << "LL, " << hkv << "LL, "
+               << sizes << ", " << floatLiteral(o.getSmScale().convertToDouble()) << ", " << task;
             if (onePhase)
               os << ", " << ptr(o.getO(), false) << ", events + " << counters[0] << "LL";
             os << dialect.extraArgs << (onePhase && dialect.preload ? ", preloaded" : "") << ")" << endCall() << ";\n";
