@@ -234,6 +234,17 @@ LogicalResult LinearOp::verify() {
                 Twine(w.dim(0)) + " rows");
   if (r.value)
     c.sameShape(y, r);
+  Buf g{getNorm(), "norm"};
+  c.require(!g.value == !getNormEps(),
+            "'norm' and 'norm_eps' must be given together");
+  if (g.value && getNormEps()) {
+    c.layouts({g}).rank(g, 1).sameElementType(x, g);
+    if (c.isOk())
+      c.require(!known(k) || !known(g.dim(0)) || g.dim(0) == k,
+                "'norm' has " + Twine(g.dim(0)) + " entries but 'x' has " +
+                    Twine(k) + " input features");
+    c.positive(getNormEps()->convertToDouble(), "norm_eps");
+  }
   return c.result();
 }
 

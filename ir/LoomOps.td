@@ -145,8 +145,8 @@ def Loom_RmsNormOp : Loom_LayerOp<"rmsnorm"> {
   }];
 }
 
-def Loom_LinearOp : Loom_LayerOp<"linear"> {
-  let summary = "y = x * W^T (+ residual)";
+def Loom_LinearOp : Loom_LayerOp<"linear", [AttrSizedOperandSegments]> {
+  let summary = "y = x * W^T (+ residual), x optionally RMS-normalised first";
   let description = [{
     `x` is `[M, K...]`, `weight` is `[N, K]` (row-major, one row per output
     feature), `y` is `[M, N...]`: trailing dimensions of `x` and `y` flatten to
@@ -154,18 +154,34 @@ def Loom_LinearOp : Loom_LayerOp<"linear"> {
     layout. With `residual` (`[M, N...]`), `y = residual + x * W^T`; `y` may be
     the residual buffer itself. Accumulates in fp32.
 
+    With `norm` (`[K]`) and `norm_eps`, the rows of `x` are RMS-normalised
+    first, as `loom.rmsnorm` would (`x[m, k] / sqrt(mean(x[m, :]^2) + eps) *
+    norm[k]`), without the normalised rows ever being stored: what
+    `loom-fuse-rmsnorm` makes of an rmsnorm read only by linears.
+
     ```mlir
     loom.linear ins(%a, %wo : memref<?x4096xbf16>, memref<4096x4096xbf16>)
                 residual(%r : memref<?x4096xbf16>)
                 outs(%r : memref<?x4096xbf16>)
+    loom.linear ins(%x, %wq : memref<?x4096xbf16>, memref<4096x4096xbf16>)
+                norm(%g : memref<4096xbf16>)
+                outs(%q : memref<?x4096xbf16>) {norm_eps = 1.0e-05 : f32}
     ```
   }];
   let arguments = (ins Arg<Loom_ActBuf, "activations", [MemRead]>:$x,
                        Arg<Loom_ActBuf, "weight [N, K]", [MemRead]>:$weight,
+                       Arg<Optional<Loom_ActBuf>, "RMS-norm scale [K]", [MemRead]>:$norm,
                        Arg<Optional<Loom_ActBuf>, "residual", [MemRead]>:$residual,
-                       Arg<Loom_ActBuf, "result", [MemWrite]>:$y);
+                       Arg<Loom_ActBuf, "result", [MemWrite]>:$y,
+                       OptionalAttr<F32Attr>:$norm_eps);
+  let builders = [
+    OpBuilder<(ins "Value":$x, "Value":$weight, "Value":$residual, "Value":$y), [{
+      build($_builder, $_state, x, weight, Value(), residual, y, FloatAttr());
+    }]>
+  ];
   let assemblyFormat = [{
     `ins` `(` $x `,` $weight `:` type($x) `,` type($weight) `)`
+    (`norm` `(` $norm^ `:` type($norm) `)`)?
     (`residual` `(` $residual^ `:` type($residual) `)`)?
     `outs` `(` $y `:` type($y) `)` attr-dict
   }];

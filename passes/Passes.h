@@ -20,9 +20,11 @@ namespace mlir::loom {
 /// Options shared by the per-target pipelines.
 struct PipelineOptions {
   std::string scheduleMode = "static";
+  bool fuseRmsNorm = false; ///< run loom-fuse-rmsnorm first
 };
 
-/// partition, plan-memory, derive-events, schedule, verify-schedule.
+/// [fuse-rmsnorm,] partition, plan-memory, derive-events, schedule,
+/// verify-schedule.
 void buildLoomPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers `loom-pipeline-nvidia`, `loom-pipeline-amd`, `loom-pipeline-host`.

@@ -4,6 +4,20 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LoomFuseRmsNorm : Pass<"loom-fuse-rmsnorm", "ModuleOp"> {
+  let summary = "Fold an rmsnorm read only by linears into those linears";
+  let description = [{
+    An rmsnorm over rows (`x` of rank 2) whose output is an intermediate
+    read only by `loom.linear`s as their `x` goes away: the linears take
+    the rmsnorm's input as `x` and its scale as `norm` (with `norm_eps`),
+    and normalise the rows as they load them. Skipped when anything else
+    reads the normalised rows or when an op between the rmsnorm and its
+    last reader writes the rows or the scale. In the per-target pipelines
+    only when asked (`fuse-rmsnorm=true`, `loomc --fuse-rmsnorm`).
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 def LoomPartition : Pass<"loom-partition", "ModuleOp"> {
   let summary = "Tile every layer op into tasks, sized by the target's cost model";
   let description = [{

@@ -15,6 +15,8 @@ using namespace mlir::loom;
 
 void mlir::loom::buildLoomPipeline(OpPassManager &pm,
                                    const PipelineOptions &options) {
+  if (options.fuseRmsNorm)
+    pm.addPass(createLoomFuseRmsNorm());
   pm.addPass(createLoomPartition());
   pm.addPass(createLoomPlanMemory());
   pm.addPass(createLoomDeriveEvents());
@@ -29,6 +31,10 @@ struct CliPipelineOptions : public PassPipelineOptions<CliPipelineOptions> {
   Option<std::string> mode{*this, "mode",
                            llvm::cl::desc("static or dynamic scheduling"),
                            llvm::cl::init("static")};
+  Option<bool> fuseRmsNorm{
+      *this, "fuse-rmsnorm",
+      llvm::cl::desc("fold rmsnorms read only by linears into them first"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -37,11 +43,12 @@ void mlir::loom::registerLoomPipelines() {
     PassPipelineRegistration<CliPipelineOptions>(
         std::string("loom-pipeline-") + family,
         std::string("The Loom pipeline for ") + family +
-            " targets: partition, plan-memory, derive-events, schedule, "
+            " targets: [fuse-rmsnorm,] partition, plan-memory, derive-events, schedule, "
             "verify-schedule",
         [](OpPassManager &pm, const CliPipelineOptions &cli) {
           PipelineOptions options;
           options.scheduleMode = cli.mode;
+          options.fuseRmsNorm = cli.fuseRmsNorm;
           buildLoomPipeline(pm, options);
         });
   }

@@ -400,6 +400,8 @@ void mlir::loom::getTaskAccesses(Operation *op, PartitionAttr p, int64_t phase,
         int64_t wRow = k * elemBytes(o.getWeight());
         if (phase == 0) {
           a.whole(o.getX(), false);
+          if (o.getNorm())
+            a.whole(o.getNorm(), false);
           accesses.push_back({o.getWeight(), false, {{n0 * wRow, n1 * wRow}}});
         }
         if (kSplits == 1 || phase == 1) {

@@ -83,11 +83,24 @@ constexpr int64_t kLinearRowBlock = 4;
 /// results do not depend on the compiler or the task order.
 constexpr int64_t kLinearLanes = 8;
 
-/// acc[j] = sum_{k in [k0, k1)} x[m0 + j, k] * w[n, k] for j < rows.
+/// x[m, k], or with a norm scale g the product x[m, k] * g[k] rounded to
+/// x's type: what a device body feeds its tensor cores (the rows' 1/rms
+/// multiplies the finished sums instead).
+template <typename TIn>
+inline float normedX(const TIn *xr, const TIn *g, int64_t k) {
+  if (!g)
+    return load(xr, k);
+  TIn v;
+  store(&v, 0, load(xr, k) * load(g, k));
+  return load(&v, 0);
+}
+
+/// acc[j] = sum_{k in [k0, k1)} x[m0 + j, k] * w[n, k] for j < rows (x
+/// through normedX with the scale g, when not null).
 template <typename TIn, typename TW>
-inline void dotRows(const TIn *x, const TW *w, int64_t K, int64_t m0,
-                    int64_t rows, int64_t n, int64_t k0, int64_t k1,
-                    float *acc) {
+inline void dotRows(const TIn *x, const TIn *g, const TW *w, int64_t K,
+                    int64_t m0, int64_t rows, int64_t n, int64_t k0,
+                    int64_t k1, float *acc) {
   float part[kLinearRowBlock][kLinearLanes] = {};
   const TW *wr = w + n * K;
   int64_t k = k0;
@@ -96,16 +109,16 @@ inline void dotRows(const TIn *x, const TW *w, int64_t K, int64_t m0,
     for (int64_t l = 0; l < kLinearLanes; ++l)
       wv[l] = load(wr, k + l);
     for (int64_t j = 0; j < rows; ++j) {
-      const TIn *xr = x + (m0 + j) * K + k;
+      const TIn *xr = x + (m0 + j) * K;
       for (int64_t l = 0; l < kLinearLanes; ++l)
-        part[j][l] += load(xr, l) * wv[l];
+        part[j][l] += normedX(xr, g, k + l) * wv[l];
     }
   }
   // The last k1 - k (< kLinearLanes) products go to the first lanes.
   for (int64_t j = 0; j < rows; ++j) {
     const TIn *xr = x + (m0 + j) * K;
     for (int64_t l = 0; l < k1 - k; ++l)
-      part[j][l] += load(xr, k + l) * load(wr, k + l);
+      part[j][l] += normedX(xr, g, k + l) * load(wr, k + l);
   }
   for (int64_t j = 0; j < rows; ++j) {
     float *p = part[j];
@@ -115,7 +128,54 @@ inline void dotRows(const TIn *x, const TW *w, int64_t K, int64_t m0,
     acc[j] = p[0];
   }
 }
+
+/// 1 / sqrt(mean(x[m, :K]^2) + eps), as rmsnormRows takes it.
+template <typename TIn>
+inline float inverseRms(const TIn *xr, int64_t K, float eps) {
+  float sumSq = 0.0f;
+  for (int64_t i = 0; i < K; ++i) {
+    float v = load(xr, i);
+    sumSq += v * v;
+  }
+  return 1.0f / std::sqrt(sumSq / float(K) + eps);
+}
+
+/// The linear tile's loop over row blocks and columns: out(m, n, sum) for
+/// the sums over [k0, k1), each times its row's 1/rms when g is not null.
+template <typename TIn, typename TW, typename Out>
+inline void linearColumns(const TIn *x, const TIn *g, float eps, const TW *w,
+                          int64_t M, int64_t K, int64_t n0, int64_t n1,
+                          int64_t k0, int64_t k1, const Out &out) {
+  float acc[kLinearRowBlock], inv[kLinearRowBlock];
+  // Row block outer, so its 1/rms is taken once; column inner: the block's
+  // rows of x stay in L1 across the columns.
+  for (int64_t m0 = 0; m0 < M; m0 += kLinearRowBlock) {
+    int64_t rows = std::min(kLinearRowBlock, M - m0);
+    for (int64_t j = 0; j < rows; ++j)
+      inv[j] = g ? inverseRms(x + (m0 + j) * K, K, eps) : 1.0f;
+    for (int64_t n = n0; n < n1; ++n) {
+      dotRows(x, g, w, K, m0, rows, n, k0, k1, acc);
+      for (int64_t j = 0; j < rows; ++j)
+        out(m0 + j, n, acc[j] * inv[j]);
+    }
+  }
+}
 } // namespace detail
+
+/// linearTile (below) of the rows of x RMS-normalised with the scale `norm` [K]
+/// (null: as they are) and eps: y = residual + rmsnorm(x) . w^T.
+template <typename TIn, typename TW, typename TOut>
+void linearNormTile(const TIn *x, const detail::NoDeduceT<TIn> *norm,
+                    float eps, const TW *w,
+                    const detail::NoDeduceT<TOut> *residual, TOut *y,
+                    int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1) {
+  detail::linearColumns(x, norm, eps, w, M, K, n0, n1, 0, K,
+                        [&](int64_t m, int64_t n, float v) {
+                          int64_t idx = m * N + n;
+                          float base = residual ? load(residual, idx) : 0.0f;
+                          store(y, idx, base + v);
+                        });
+}
 
 /// Output-column tile: y[m, n] = residual[m, n] + x[m, :] . w[n, :] for all
 /// m < M (runtime rows) and n in [n0, n1). `residual` may be null, or alias
@@ -124,19 +184,21 @@ template <typename TIn, typename TW, typename TOut>
 void linearTile(const TIn *x, const TW *w,
                 const detail::NoDeduceT<TOut> *residual, TOut *y, int64_t M,
                 int64_t K, int64_t N, int64_t n0, int64_t n1) {
-  float acc[detail::kLinearRowBlock];
-  // Column outer: weight row n stays in L1 while every row block uses it.
-  for (int64_t n = n0; n < n1; ++n) {
-    for (int64_t m0 = 0; m0 < M; m0 += detail::kLinearRowBlock) {
-      int64_t rows = std::min(detail::kLinearRowBlock, M - m0);
-      detail::dotRows(x, w, K, m0, rows, n, 0, K, acc);
-      for (int64_t j = 0; j < rows; ++j) {
-        int64_t idx = (m0 + j) * N + n;
-        float base = residual ? load(residual, idx) : 0.0f;
-        store(y, idx, base + acc[j]);
-      }
-    }
-  }
+  linearNormTile(x, static_cast<const TIn *>(nullptr), 0.0f, w, residual, y,
+                 M, K, N, n0, n1);
+}
+
+/// linearPartial (below) of the normalised rows (linearNormTile): each split's sum
+/// already carries its row's 1/rms, taken over all of K.
+template <typename TIn, typename TW>
+void linearNormPartial(const TIn *x, const detail::NoDeduceT<TIn> *norm,
+                       float eps, const TW *w, float *partial, int64_t M,
+                       int64_t K, int64_t N, int64_t n0, int64_t n1,
+                       int64_t k0, int64_t k1) {
+  detail::linearColumns(x, norm, eps, w, M, K, n0, n1, k0, k1,
+                        [&](int64_t m, int64_t n, float v) {
+                          partial[m * N + n] = v;
+                        });
 }
 
 /// Split-K phase 0: the fp32 partial product over K range [k0, k1) for
@@ -146,15 +208,8 @@ template <typename TIn, typename TW>
 void linearPartial(const TIn *x, const TW *w, float *partial, int64_t M,
                    int64_t K, int64_t N, int64_t n0, int64_t n1, int64_t k0,
                    int64_t k1) {
-  float acc[detail::kLinearRowBlock];
-  for (int64_t n = n0; n < n1; ++n) {
-    for (int64_t m0 = 0; m0 < M; m0 += detail::kLinearRowBlock) {
-      int64_t rows = std::min(detail::kLinearRowBlock, M - m0);
-      detail::dotRows(x, w, K, m0, rows, n, k0, k1, acc);
-      for (int64_t j = 0; j < rows; ++j)
-        partial[(m0 + j) * N + n] = acc[j];
-    }
-  }
+  linearNormPartial(x, static_cast<const TIn *>(nullptr), 0.0f, w, partial, M,
+                    K, N, n0, n1, k0, k1);
 }
 
 /// Split-K phase 1: y[m, n] = residual[m, n] + sum_s partials[s][m, n] for

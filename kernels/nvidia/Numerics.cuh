@@ -149,6 +149,33 @@ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/// The 8 products a[i] * b[i] of two 16-byte words of T, each rounded to T
+/// once, as the host's: the fp32 product of two 16-bit values is exact,
+/// and pack8 rounds it. (__hmul2_rn on bf16 pairs made ptxas spill in the
+/// linear body that uses this.)
+template <typename T>
+__device__ __forceinline__ uint4 mul8(uint4 a, uint4 b) {
+  float x[8], y[8];
+  unpack8<T>(a, x);
+  unpack8<T>(b, y);
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    x[e] *= y[e];
+  return pack8<T>(x);
+}
+
+/// The sum of the squares of the 8 elements of a 16-byte word of T.
+template <typename T>
+__device__ __forceinline__ float sumSq8(uint4 u) {
+  float v[8];
+  unpack8<T>(u, v);
+  float s = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    s += v[e] * v[e];
+  return s;
+}
+
 /// v[0..8) = p[0..8) as fp32; p is 16-byte aligned.
 template <typename T>
 __device__ __forceinline__ void load8(const T *p, float (&v)[8]) {

@@ -396,14 +396,22 @@ public:
                << dialect.extraArgs << ");\n";
             return success();
           }
+          // With a norm, x's rows are RMS-normalised as the tile loads them:
+          // the same bodies under another name, the scale and eps after x.
+          const std::string normed = o.getNorm() ? "Norm" : "";
+          const std::string xArgs =
+              ptr(o.getX()) +
+              (o.getNorm() ? ", " + ptr(o.getNorm()) + ", " +
+                                 floatLiteral(o.getNormEps()->convertToDouble())
+                           : std::string());
           if (splits == 1) {
-            os << "  " << call() << dialect.bodies << "linearTile" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+            os << "  " << call() << dialect.bodies << "linear" << normed << "Tile" << dialect.bodyTemplate << "(" << xArgs << ", " << ptr(o.getWeight())
                << ", " << residual << ", " << ptr(o.getY(), false) << ", m, " << k
                << "LL, " << n << "LL, n0, n1" << dialect.extraArgs << preloaded << ")" << endCall() << ";\n";
             return success();
           }
           if (phase == 0) {
-            os << "  " << call() << dialect.bodies << "linearPartial" << dialect.bodyTemplate << "(" << ptr(o.getX()) << ", " << ptr(o.getWeight())
+            os << "  " << call() << dialect.bodies << "linear" << normed << "Partial" << dialect.bodyTemplate << "(" << xArgs << ", " << ptr(o.getWeight())
                << ", " << scratch(op) << " + s * " << maxM * n << "LL, m, " << k << "LL, "
                << n << "LL, n0, n1, k0, k1" << dialect.extraArgs << preloaded << ")" << endCall() << ";\n";
           } else {

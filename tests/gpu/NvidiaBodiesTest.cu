@@ -310,6 +310,8 @@ template <typename TIn> struct LinearTileF {
   int64_t M, K, N, nTile;
   bool preload; // as the engine does for a task that waits
   int64_t blocks; // > 0: block b runs tiles b, b + blocks, ... (a worker)
+  const TIn *norm = nullptr; // not null: linearNormTile with it and eps
+  float eps = 0.f;
   __device__ int32_t operator()(int64_t block, char *smem) const {
     const int64_t tiles = lnv::ceilDiv(N, nTile);
     int32_t err = 0;
@@ -321,8 +323,11 @@ template <typename TIn> struct LinearTileF {
           preload && (blocks == 0 || i % 2 == 0) &&
           sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, 0, K, smem);
       __syncthreads(); // the engine's wait
-      err = sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0, n1,
-                                       smem, preloaded);
+      err = norm ? sm90::linearNormTile<kThreads>(x, norm, eps, w, residual,
+                                                  y, M, K, N, n0, n1, smem,
+                                                  preloaded)
+                 : sm90::linearTile<kThreads>(x, w, residual, y, M, K, N, n0,
+                                              n1, smem, preloaded);
       __syncthreads(); // the engine's barrier after a body
     }
     return err;
@@ -336,6 +341,8 @@ struct LinearPartialF {
   int64_t M, maxM, K, N, nTile, splits;
   bool preload;
   int64_t blocks; // as LinearTileF's
+  const bf16 *norm; // as LinearTileF's
+  float eps;
   __device__ int32_t operator()(int64_t block, char *smem) const {
     const int64_t tiles = lnv::ceilDiv(N, nTile) * splits;
     int32_t err = 0;
@@ -349,8 +356,12 @@ struct LinearPartialF {
           preload && (blocks == 0 || i % 2 == 0) &&
           sm90::linearPreload<kThreads>(x, w, M, K, n0, n1, k0, k1, smem);
       __syncthreads();
-      err = sm90::linearPartial<kThreads>(x, w, scratch + s * maxM * N, M, K,
-                                          N, n0, n1, k0, k1, smem, preloaded);
+      float *part = scratch + s * maxM * N;
+      err = norm ? sm90::linearNormPartial<kThreads>(x, norm, eps, w, part, M,
+                                                     K, N, n0, n1, k0, k1,
+                                                     smem, preloaded)
+                 : sm90::linearPartial<kThreads>(x, w, part, M, K, N, n0, n1,
+                                                 k0, k1, smem, preloaded);
       __syncthreads();
     }
     return err;
@@ -372,10 +383,14 @@ struct LinearReduceF {
 /// nTile / splits as partitionLinear chooses them (unless forced); preload:
 /// each tile first issues what linearPreload issues; blocks > 0: that many
 /// blocks run all tiles in turn, as workers do (the ring's barriers carry
-/// their phases from task to task), preloading every other one.
+/// their phases from task to task), preloading every other one. norm: x's
+/// rows RMS-normalised (linearNormTile / linearNormPartial, against the
+/// host's), with the scale `normOffset` elements into its buffer (1: not
+/// 16-byte aligned).
 void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
                 int64_t forceNTile = 0, int64_t smem = -1,
-                bool preload = false, int64_t blocks = 0) {
+                bool preload = false, int64_t blocks = 0, bool norm = false,
+                int64_t normOffset = 0) {
   if (smem < 0)
     smem = sm90::linearSmemBytes<kThreads>();
   int64_t nTile =
@@ -390,10 +405,11 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   char nameBuf[160];
   std::snprintf(nameBuf, sizeof nameBuf,
                 "linear M=%lld K=%lld N=%lld nTile=%lld splits=%lld%s "
-                "smem=%lld%s blocks=%lld",
+                "smem=%lld%s blocks=%lld%s",
                 (long long)M, (long long)K, (long long)N, (long long)nTile,
                 (long long)splits, residual ? " +res" : "", (long long)smem,
-                preload ? " preloaded" : "", (long long)blocks);
+                preload ? " preloaded" : "", (long long)blocks,
+                norm ? (normOffset ? " norm(unaligned)" : " norm") : "");
   const std::string name = nameBuf;
 
   const float ws = 1.0f / std::sqrt(float(K));
@@ -404,14 +420,19 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   Dev<bf16> dx(x), dw(w), dres(res), dy(poisonVec<bf16>(maxM * N));
   const bf16 *resD = residual ? dres.p : nullptr;
   std::vector<bf16> ref = poisonVec<bf16>(maxM * N);
+  auto g = randVec<bf16>(K + normOffset, 0.5f, 1.5f);
+  Dev<bf16> dg(g);
+  const bf16 *gH = norm ? g.data() + normOffset : nullptr;
+  const bf16 *gD = norm ? dg.p + normOffset : nullptr;
+  const float eps = 1e-5f;
 
   if (splits == 1) {
     parallelFor(ceilDiv(N, 64), [&](int64_t c) {
-      host::linearTile(x.data(), w.data(), resH, ref.data(), M, K, N, c * 64,
-                       std::min<int64_t>(N, c * 64 + 64));
+      host::linearNormTile(x.data(), gH, eps, w.data(), resH, ref.data(), M, K,
+                           N, c * 64, std::min<int64_t>(N, c * 64 + 64));
     });
-    LinearTileF<bf16> f{dx.p, dw.p, resD, dy.p, M, K, N, nTile, preload,
-                        blocks};
+    LinearTileF<bf16> f{dx.p,  dw.p,    resD,   dy.p, M,  K,  N,
+                        nTile, preload, blocks, gD,   eps};
     expectStatus(name, runTiles(f, blocks > 0 ? blocks : nTiles, smem), 0);
     compare(name, dy.get(), ref, 2e-2, 1e-2);
     return;
@@ -420,15 +441,15 @@ void testLinear(int64_t M, int64_t K, int64_t N, bool residual,
   std::vector<float> refScratch =
       poisonVec<float>(host::linearSplitKWorkspaceFloats(maxM, N, splits));
   parallelFor(splits, [&](int64_t s) {
-    host::linearPartial(x.data(), w.data(), refScratch.data() + s * maxM * N, M,
-                        K, N, 0, N, s * kPer,
-                        std::min<int64_t>(K, s * kPer + kPer));
+    host::linearNormPartial(x.data(), gH, eps, w.data(),
+                            refScratch.data() + s * maxM * N, M, K, N, 0, N,
+                            s * kPer, std::min<int64_t>(K, s * kPer + kPer));
   });
   host::linearReduce(refScratch.data(), splits, maxM * N, resH, ref.data(), M,
                      N, 0, N);
   Dev<float> dScratch(poisonVec<float>(refScratch.size()));
-  LinearPartialF f0{dx.p, dw.p,  dScratch.p, M,       maxM,  K,
-                    N,    nTile, splits,     preload, blocks};
+  LinearPartialF f0{dx.p,  dw.p,   dScratch.p, M,       maxM,   K,  N,
+                    nTile, splits, preload,    blocks,  gD,     eps};
   expectStatus(name,
                runTiles(f0, blocks > 0 ? blocks : nTiles * splits, smem), 0);
   compare(name + " partials", dScratch.get(), refScratch, 1e-3, 1e-3);
@@ -2057,6 +2078,20 @@ int main(int argc, char **argv) {
   testLinear(1, 64, 256, false, 0, kernelSmem());     // one short chunk
   testLinear(32, 64, 256, false, 0, kernelSmem());
   testLinear(20, 4096, 14336, false, 224, kernelSmem()); // gate / up tiles
+  // x's rows RMS-normalised in the tile (a linear with `norm`): the sums
+  // of squares from the ring's first row group at each ring shape, from a
+  // pass of their own for split K and the register path (two blocks of
+  // rows at 40), an unaligned scale, the plain path (K not a multiple of 8).
+  for (int64_t M : {1, 8, 9, 17, 32})
+    testLinear(M, 4096, 4096, M == 9, 48, kernelSmem(), M == 1, 0, true);
+  testLinear(32, 4096, 14336, false, 224, kernelSmem(), false, 0, true);
+  testLinear(3, 4096, 4096, true, 48, kernelSmem(), true, 7, true);
+  testLinear(9, 4096, 4096, false, 48, kernelSmem(), true, 16, true);
+  testLinear(5, 4096, 1024, false, 0, kernelSmem(), false, 0, true); // split
+  testLinear(40, 4096, 4096, true, 0, kernelSmem(), false, 0, true);
+  testLinear(4, 4096, 1024, false, 48, 0, false, 0, true); // no shared memory
+  testLinear(2, 4096, 4096, false, 48, kernelSmem(), false, 0, true, 1);
+  testLinear(3, 1001, 256, true, 32, kernelSmem(), false, 0, true);
   // The fewest stages a ring takes: every stage but the first two refilled.
   for (int64_t M : {4, 12, 30})
     testLinear(M, 4096, 4096, false, 224,

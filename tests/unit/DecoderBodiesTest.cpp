@@ -466,6 +466,75 @@ TYPED_TEST(DecoderOpTest, LinearSplitK) {
       }
 }
 
+/// A linear with `norm` (what loom-fuse-rmsnorm makes of an rmsnorm read
+/// only by linears) against the fp64 rmsnorm then linear, with the op's one
+/// rounding (x * g to T): whole-K tiles and split K (each split's 1/rms over
+/// all of K), with and without a residual.
+TYPED_TEST(DecoderOpTest, LinearNormTilesAndSplitK) {
+  using T = TypeParam;
+  Rng rng(testSeed());
+  const float eps = 1e-5f;
+  struct Case {
+    int64_t M, K, N, splits;
+  };
+  for (Case cs : {Case{5, 72, 50, 1}, Case{1, 33, 17, 1}, Case{9, 64, 40, 3},
+                  Case{3, 77, 37, 2}})
+    for (bool withResidual : {false, true})
+      for (Order order : kOrders) {
+        auto x = randomBuf<T>(rng, cs.M * cs.K, 0.05, 2.0);
+        auto g = randomBuf<T>(rng, cs.K, 0.5, 1.5);
+        auto w = randomBuf<T>(rng, cs.N * cs.K, 0.1, 1.0 / std::sqrt(cs.K));
+        auto res = randomBuf<T>(rng, cs.M * cs.N, 0.1, 2.0);
+        std::vector<T> y = poisoned<T>(cs.M * cs.N);
+        const T *residual = withResidual ? res.data.data() : nullptr;
+        const int64_t nTile = 1 + rng.index(cs.N), tiles = numTiles(cs.N, nTile);
+        if (cs.splits == 1) {
+          runPhase(tiles, order, rng, [&](int64_t i) {
+            Range r = tileOf(i, cs.N, nTile);
+            host::linearNormTile(x.data.data(), g.data.data(), eps,
+                                 w.data.data(), residual, y.data(), cs.M, cs.K,
+                                 cs.N, r.begin, r.end);
+          });
+        } else {
+          std::vector<float> ws(
+              host::linearSplitKWorkspaceFloats(cs.M, cs.N, cs.splits),
+              poison<float>());
+          runPhase(tiles * cs.splits, order, rng, [&](int64_t id) {
+            Range r = tileOf(id / cs.splits, cs.N, nTile);
+            int64_t s = id % cs.splits;
+            host::linearNormPartial(
+                x.data.data(), g.data.data(), eps, w.data.data(),
+                ws.data() + s * cs.M * cs.N, cs.M, cs.K, cs.N, r.begin, r.end,
+                s * cs.K / cs.splits, (s + 1) * cs.K / cs.splits);
+          });
+          runPhase(tiles, order, rng, [&](int64_t i) {
+            Range r = tileOf(i, cs.N, nTile);
+            host::linearReduce(ws.data(), cs.splits, cs.M * cs.N, residual,
+                               y.data(), cs.M, cs.N, r.begin, r.end);
+          });
+        }
+        // The op rounds x * g to T (the precision stored normalised rows
+        // had) and scales the sums by 1/rms: the same rounding here, the
+        // rest in fp64.
+        Vec xg(x.ref.size()), ones(cs.K, 1.0);
+        for (size_t i = 0; i < xg.size(); ++i) {
+          T v;
+          store(&v, 0, float(x.ref[i] * g.ref[i % cs.K]));
+          xg[i] = load(&v, 0);
+        }
+        Vec h = oracle::rmsnorm(x.ref, ones, cs.K, eps);
+        for (size_t i = 0; i < h.size(); ++i)
+          h[i] = xg[i] * (h[i] / x.ref[i]);
+        Vec ref = oracle::linear(h, w.ref, cs.M, cs.K, cs.N,
+                                 withResidual ? &res.ref : nullptr);
+        Compare c = compareClose(toVec(y.data(), cs.M * cs.N), ref, tolFor<T>());
+        EXPECT_TRUE(c.ok) << typeName<T>() << " M " << cs.M << " K " << cs.K
+                          << " splits " << cs.splits << " tile " << nTile
+                          << " residual " << withResidual << " "
+                          << orderName(order) << ": " << c.describe();
+      }
+}
+
 /// The generated code passes a literal `nullptr` for an absent residual; the
 /// residual parameter is kept out of deduction so that compiles, and the
 /// LM-head form (bf16 in, f32 out) works the same way.

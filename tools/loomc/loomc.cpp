@@ -107,6 +107,13 @@ cl::opt<std::string> scheduleMode(
                          "(one global work queue)"),
     cl::init("static"), cl::cat(loomcCategory));
 
+cl::opt<bool> fuseRmsNorm(
+    "fuse-rmsnorm",
+    cl::desc("Fold each rmsnorm read only by linears into them (the linear "
+             "tiles normalise the rows they load). Off by default: measured "
+             "slower on the H200 so far (bench/results/h200/2026-12-03-f)"),
+    cl::init(false), cl::cat(loomcCategory));
+
 cl::opt<int> layersOverride(
     "layers",
     cl::desc("Decoder specs: compile only the first N layers (quick runs)"),
@@ -266,6 +273,8 @@ json::Object buildJson(const GpuBackend *gpu) {
   json::Object build{{"environment_flags", std::move(flags)}};
   if (kernelsRoot != LOOM_SOURCE_DIR)
     build["kernels_root"] = kernelsRoot;
+  if (fuseRmsNorm)
+    build["fuse_rmsnorm"] = true;
   return build;
 }
 
@@ -477,6 +486,7 @@ int main(int argc, char **argv) {
     mlir::PassManager pm(&context);
     mlir::loom::PipelineOptions options;
     options.scheduleMode = scheduleMode;
+    options.fuseRmsNorm = fuseRmsNorm;
     mlir::loom::buildLoomPipeline(pm, options);
     if (mlir::failed(pm.run(*module)))
       return fail("the Loom pipeline failed on '" + specPath + "' (diagnostics above)");

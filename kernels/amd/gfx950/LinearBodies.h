@@ -10,6 +10,7 @@
 #define LOOM_KERNELS_AMD_GFX950_LINEARBODIES_H
 
 #include "kernels/amd/gfx950/DecoderCommon.h"
+#include "kernels/amd/gfx950/LinearNorm.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -66,10 +67,11 @@ __device__ __forceinline__ am::u32x4 maskChunk(am::u32x4 v, int k, int kLo,
 /// the row does not exist) in the k-block starting at kb: chunk s at
 /// k = kb + 32 g + 8 s. Chunks outside [kLo, kHi) are zeros (not loaded);
 /// `edge` (workgroup-uniform) says the block may straddle kLo or kHi.
-/// kStream: non-temporal loads (weights, read once).
-template <bool kStream, typename T>
+/// kStream: non-temporal loads (weights, read once). Loaded chunks go
+/// through `norm` (LinearNorm.h).
+template <bool kStream, typename T, typename Norm>
 __device__ __forceinline__ void loadChunks(const T *row, int kb, int g, int kLo,
-                                           int kHi, bool edge,
+                                           int kHi, bool edge, const Norm &norm,
                                            am::u32x4 (&out)[4]) {
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
@@ -79,6 +81,7 @@ __device__ __forceinline__ void loadChunks(const T *row, int kb, int g, int kLo,
       v = kStream ? am::ldStream16(row + k) : am::ldGlobal16(row + k);
       if (edge)
         v = maskChunk(v, k, kLo, kHi);
+      v = norm.chunk(v, k);
     }
     out[s] = v;
   }
@@ -89,11 +92,11 @@ __device__ __forceinline__ void loadChunks(const T *row, int kb, int g, int kLo,
 /// mBase and mBase + 16 (when present). wRow / xRow0 / xRow1: this lane's
 /// weight row and x rows, null where the row does not exist. The next
 /// block's loads are issued before the current block's MFMAs.
-template <typename T>
+template <typename T, typename Norm>
 __device__ __forceinline__ void
 linearWaveMfma(const T *wRow, const T *xRow0, const T *xRow1, bool two,
                int kStart, int kLo, int kHi, int kbBegin, int kbEnd,
-               am::f32x4 (&acc)[2]) {
+               const Norm &norm, am::f32x4 (&acc)[2]) {
   const int g = am::laneId() >> 4;
   acc[0] = am::zero4();
   acc[1] = am::zero4();
@@ -104,9 +107,9 @@ linearWaveMfma(const T *wRow, const T *xRow0, const T *xRow1, bool two,
                   am::u32x4(&X1)[4]) {
     const int kb = kStart + b * kLinKBlock;
     const bool edge = kb < kLo || kb + kLinKBlock > kHi;
-    loadChunks<true>(wRow, kb, g, kLo, kHi, edge, W);
-    loadChunks<false>(xRow0, kb, g, kLo, kHi, edge, X0);
-    loadChunks<false>(two ? xRow1 : nullptr, kb, g, kLo, kHi, edge, X1);
+    loadChunks<true>(wRow, kb, g, kLo, kHi, edge, NoNorm{}, W);
+    loadChunks<false>(xRow0, kb, g, kLo, kHi, edge, norm, X0);
+    loadChunks<false>(two ? xRow1 : nullptr, kb, g, kLo, kHi, edge, norm, X1);
   };
   load(kbBegin, wa, xa, xb);
   // Not unrolled: the loop is already software-pipelined (the next block's
@@ -175,10 +178,11 @@ __device__ __forceinline__ void storeTile(const Out &out, am::f32x4 acc,
 }
 
 /// MFMA path of linearTile / linearPartial over k range [k0, k1).
-template <int kThreads, typename T, typename Out>
+template <int kThreads, typename T, typename Norm, typename Out>
 __device__ __forceinline__ void
 linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0, int64_t n1,
-           int64_t k0, int64_t k1, const Out &out, char *lds, bool ldsOk) {
+           int64_t k0, int64_t k1, const Norm &norm, const Out &out, char *lds,
+           bool ldsOk) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   const int wave = am::waveId(), lane = am::laneId();
   const int nTiles = int(ceilDiv(n1 - n0, 16));
@@ -199,7 +203,7 @@ linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0, int64_t n1,
         am::f32x4 acc[2];
         linearWaveMfma(wRow, rowOf(x, mBase + (lane & 15), M),
                        rowOf(x, mBase + 16 + (lane & 15), M), two, kStart, kLo,
-                       kHi, 0, nBlocks, acc);
+                       kHi, 0, nBlocks, norm, acc);
         storeTile(out, acc[0], mBase, M, nBase, n1);
         if (two)
           storeTile(out, acc[1], mBase + 16, M, nBase, n1);
@@ -226,7 +230,7 @@ linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0, int64_t n1,
     if (active)
       linearWaveMfma(wRow, rowOf(x, mBase + (lane & 15), M),
                      rowOf(x, mBase + 16 + (lane & 15), M), two, kStart, kLo,
-                     kHi, kbBegin, kbEnd, acc);
+                     kHi, kbBegin, kbEnd, norm, acc);
     float *mine = slots + wave * 512;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -252,17 +256,19 @@ linearMfma(const T *x, const T *w, int64_t M, int64_t K, int64_t n0, int64_t n1,
 
 /// Plain path (any types): a wave per output column, lanes over k, a wave
 /// reduction per row of x.
-template <int kThreads, typename TIn, typename TW, typename Out>
+template <int kThreads, typename TIn, typename TW, typename Norm,
+          typename Out>
 __device__ __forceinline__ void
 linearPlain(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
-            int64_t n1, int64_t k0, int64_t k1, const Out &out) {
+            int64_t n1, int64_t k0, int64_t k1, const Norm &norm,
+            const Out &out) {
   constexpr int kWaves = kThreads / am::kWaveSize;
   const int lane = am::laneId();
   for (int64_t n = n0 + am::waveId(); n < n1; n += kWaves) {
     for (int64_t m = 0; m < M; ++m) {
       float part = 0.f;
       for (int64_t k = k0 + lane; k < k1; k += 64)
-        part += am::ldF(x, m * K + k) * am::ldF(w, n * K + k);
+        part += norm.value(x, m * K + k, k) * am::ldF(w, n * K + k);
       const float sum = am::waveSum(part);
       if (lane == 0)
         out(m, n, sum);
@@ -270,20 +276,47 @@ linearPlain(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
   }
 }
 
-template <int kThreads, typename TIn, typename TW, typename Out>
+/// The MFMA and plain paths over rows [0, M) of x.
+template <int kThreads, typename TIn, typename TW, typename Norm,
+          typename Out>
 __device__ __forceinline__ void
-linearAny(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
-          int64_t n1, int64_t k0, int64_t k1, const Out &out, char *lds) {
-  if (n0 >= n1 || M <= 0)
-    return;
+linearRows(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
+           int64_t n1, int64_t k0, int64_t k1, const Norm &norm,
+           const Out &out, char *lds) {
   if constexpr (std::is_same_v<TIn, TW> && am::kIs16Bit<TIn>) {
     if (K % 8 == 0 && am::isAligned16(x) && am::isAligned16(w)) {
       const bool ldsOk = am::dynamicLdsBytes() >= linearLdsBytes<kThreads>();
-      linearMfma<kThreads>(x, w, M, K, n0, n1, k0, k1, out, lds, ldsOk);
+      linearMfma<kThreads>(x, w, M, K, n0, n1, k0, k1, norm, out, lds, ldsOk);
       return;
     }
   }
-  linearPlain<kThreads>(x, w, M, K, n0, n1, k0, k1, out);
+  linearPlain<kThreads>(x, w, M, K, n0, n1, k0, k1, norm, out);
+}
+
+/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M, n in [n0, n1), x's rows
+/// through `norm` (LinearNorm.h).
+template <int kThreads, typename TIn, typename TW, typename Norm,
+          typename Out>
+__device__ __forceinline__ void
+linearAny(const TIn *x, const TW *w, int64_t M, int64_t K, int64_t n0,
+          int64_t n1, int64_t k0, int64_t k1, const Norm &norm,
+          const Out &out, char *lds) {
+  if (n0 >= n1 || M <= 0)
+    return;
+  if constexpr (!Norm::kOn) {
+    linearRows<kThreads>(x, w, M, K, n0, n1, k0, k1, norm, out, lds);
+  } else {
+    // Blocks of rows, each block's sums of squares first.
+    for (int64_t mb = 0; mb < M; mb += kNormRows) {
+      const int64_t rows = imin(kNormRows, M - mb);
+      norm.template sumRows<kThreads>(x + mb * K, rows);
+      linearRows<kThreads>(x + mb * K, w, rows, K, n0, n1, k0, k1, norm,
+                           [&](int64_t m, int64_t n, float v) {
+                             out(mb + m, n, norm.scale(int(m)) * v);
+                           },
+                           lds);
+    }
+  }
 }
 
 } // namespace detail
@@ -295,7 +328,20 @@ template <int kThreads, typename TIn, typename TW, typename TOut>
 __device__ __forceinline__ int32_t linearTile(
     const TIn *x, const TW *w, const detail::NoDeduceT<TOut> *residual, TOut *y,
     int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1, char *lds) {
+  detail::linearAny<kThreads>(x, w, M, K, n0, n1, 0, K, detail::NoNorm{},
+                              detail::LinearStore<TOut>{residual, y, N}, lds);
+  return am::kBodyOk;
+}
+
+/// linearTile of x's rows RMS-normalised with the scale `norm` [K] and eps
+/// (a loom.linear with `norm`): y = residual + rmsnorm(x) . w^T.
+template <int kThreads, typename TIn, typename TW, typename TOut>
+__device__ __forceinline__ int32_t linearNormTile(
+    const TIn *x, const detail::NoDeduceT<TIn> *norm, float eps, const TW *w,
+    const detail::NoDeduceT<TOut> *residual, TOut *y, int64_t M, int64_t K,
+    int64_t N, int64_t n0, int64_t n1, char *lds) {
   detail::linearAny<kThreads>(x, w, M, K, n0, n1, 0, K,
+                              detail::RowNorm<TIn>{norm, eps, K},
                               detail::LinearStore<TOut>{residual, y, N}, lds);
   return am::kBodyOk;
 }
@@ -306,7 +352,20 @@ template <int kThreads, typename TIn, typename TW>
 __device__ __forceinline__ int32_t linearPartial(
     const TIn *x, const TW *w, float *partial, int64_t M, int64_t K, int64_t N,
     int64_t n0, int64_t n1, int64_t k0, int64_t k1, char *lds) {
+  detail::linearAny<kThreads>(x, w, M, K, n0, n1, k0, k1, detail::NoNorm{},
+                              detail::PartialStore{partial, N}, lds);
+  return am::kBodyOk;
+}
+
+/// linearPartial of the normalised rows (linearNormTile); each split's
+/// sums carry their row's 1/rms, taken over all of K.
+template <int kThreads, typename TIn, typename TW>
+__device__ __forceinline__ int32_t linearNormPartial(
+    const TIn *x, const detail::NoDeduceT<TIn> *norm, float eps, const TW *w,
+    float *partial, int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1,
+    int64_t k0, int64_t k1, char *lds) {
   detail::linearAny<kThreads>(x, w, M, K, n0, n1, k0, k1,
+                              detail::RowNorm<TIn>{norm, eps, K},
                               detail::PartialStore{partial, N}, lds);
   return am::kBodyOk;
 }

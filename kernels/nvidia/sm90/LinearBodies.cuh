@@ -62,9 +62,10 @@ constexpr int kLinKStep = 64; // k per warp per step
 /// One k step's operands of a lane: w[cg][half][h] is 8 weights of column
 /// nBase + 16cg + 8half + g, x[mt][h] 8 values of row mBase + 8mt + g, both
 /// at k = k0 + 16q + 8h.
-template <int MT> struct LinFrag {
+template <int MT, bool kNorm> struct LinFrag {
   uint4 w[2][2][2];
   uint4 x[MT][2];
+  uint4 scale[kNorm ? 2 : 1]; ///< the norm's scale at x's k (per h)
 };
 
 /// Zeroes the 16-bit elements of an 8-element chunk starting at k that lie
@@ -87,11 +88,11 @@ __device__ __forceinline__ uint4 maskChunk(uint4 v, int64_t k, int64_t kLo,
 /// elements outside [kLo, kHi) are zeroed in registers (the weights there
 /// are finite row data, so their products vanish). Columns >= nEnd and rows
 /// >= M read as zero.
-template <int MT, typename T>
+template <int MT, typename T, typename Norm>
 __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
                               int64_t mBase, int64_t nBase, int64_t nEnd,
                               int64_t ka, int64_t kb, int64_t kLo, int64_t kHi,
-                              float (&acc)[2][MT][4]) {
+                              const Norm &norm, float (&acc)[2][MT][4]) {
   const int lane = laneId(), g = lane >> 2, q = lane & 3;
   // Row bases and validity bits instead of 4 + MT live 64-bit pointers:
   // the other rows are at constant multiples of K from these.
@@ -104,7 +105,8 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
     xOk |= uint32_t(mBase + 8 * mt + g < M) << mt;
-  auto load = [&](int64_t k0, LinFrag<MT> &f) {
+  using Frag = LinFrag<MT, Norm::kOn>;
+  auto load = [&](int64_t k0, Frag &f) {
     const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -130,17 +132,22 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
         if (partial) // the first or last chunk of an unaligned range
           f.x[mt][h] = maskChunk(f.x[mt][h], k, kLo, kHi);
       }
+      if constexpr (Norm::kOn)
+        f.scale[h] = ok && xOk ? norm.scaleAt(k) : zero;
     }
   };
-  auto compute = [&](const LinFrag<MT> &f) {
+  // x meets the norm's scale here, not at its load, so the next step's
+  // loads are issued before anything waits for this one's.
+  auto compute = [&](const Frag &f) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int cg = 0; cg < 2; ++cg)
+      for (int mt = 0; mt < MT; ++mt) {
+        const uint4 xv = norm.template apply<T>(f.x[mt][h], f.scale[h]);
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-          nv::mma16816Chunks<T>(acc[cg][mt], f.w[cg][0][h], f.w[cg][1][h],
-                                f.x[mt][h]);
+        for (int cg = 0; cg < 2; ++cg)
+          nv::mma16816Chunks<T>(acc[cg][mt], f.w[cg][0][h], f.w[cg][1][h], xv);
+      }
   };
   if (ka >= kb)
     return;
@@ -148,7 +155,7 @@ __device__ void linearWarpMma(const T *x, const T *w, int64_t K, int64_t M,
   // another multiplies. A third (LOOM_LINEAR_STAGES=3, tried on the H200)
   // moved no decoder row (bench/results/h200/README.md, 2026-12-02's
   // second run).
-  LinFrag<MT> cur, next;
+  Frag cur, next;
   load(ka, cur);
   for (int64_t k = ka; k < kb; k += kLinKStep) {
     load(k + kLinKStep, next); // all-zero past kb: predicated off
@@ -198,10 +205,11 @@ __device__ void addPartials(int64_t rows, int64_t nCols, int64_t mBase,
 
 /// One pass over rows [mBase, mBase + 8MT) of the tile.
 /// k in [k0, k1) is covered by the 8-aligned [ka, kb) with masking.
-template <int kThreads, int MT, typename T, typename Out>
+template <int kThreads, int MT, typename T, typename Norm, typename Out>
 __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
                               int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-                              int64_t mBase, float *part, const Out &out) {
+                              int64_t mBase, float *part, const Norm &norm,
+                              const Out &out) {
   constexpr int kWarps = kThreads / 32;
   const int warp = warpId();
   const int64_t nCols = n1 - n0, nPairs = ceilDiv(nCols, kLinCols);
@@ -225,7 +233,7 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
       float acc[2][MT][4] = {};
       linearWarpMma<MT>(x, w, K, M, mBase, n0 + p * kLinCols, n1,
                         ka + sA * kLinKStep, imin(kb, ka + sB * kLinKStep), k0,
-                        k1, acc);
+                        k1, norm, acc);
       storeWarpPartial<MT>(acc, part + (warp + p) * kSlotFloats, 8 * MT);
     }
     addPartials<kThreads>(imin(M - mBase, 8 * MT), nCols, mBase, n0, out,
@@ -245,7 +253,8 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
     for (int64_t pr = warp; pr < nPairs; pr += kWarps) {
       const int64_t nBase = n0 + pr * kLinCols;
       float acc[2][MT][4] = {};
-      linearWarpMma<MT>(x, w, K, M, mBase, nBase, n1, ka, kb, k0, k1, acc);
+      linearWarpMma<MT>(x, w, K, M, mBase, nBase, n1, ka, kb, k0, k1, norm,
+                        acc);
       forEachAccumulator<MT>(acc, [&](int col, int row, float v) {
         if (nBase + col < n1 && mBase + row < M)
           out(mBase + row, nBase + col, v);
@@ -261,7 +270,7 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
     const int64_t kA = imin(kb, ka + ks * kPer), kB = imin(kb, kA + kPer);
     float acc[2][MT][4] = {};
     linearWarpMma<MT>(x, w, K, M, mBase, n0 + pr * kLinCols, n1, kA, kB, k0, k1,
-                      acc);
+                      norm, acc);
     storeWarpPartial<MT>(acc, part + warp * kLinCols * kLinRows, kLinRows);
   }
   addPartials<kThreads>(imin(M - mBase, 8 * MT), nCols, mBase, n0, out,
@@ -276,10 +285,11 @@ __device__ void linearMmaPass(const T *x, const T *w, int64_t M, int64_t K,
 }
 
 /// Plain path for any types, alignment and K: a warp per output column.
-template <int kThreads, typename TIn, typename TW, typename Out>
+template <int kThreads, typename TIn, typename TW, typename Norm,
+          typename Out>
 __device__ void linearGeneric(const TIn *x, const TW *w, int64_t M, int64_t K,
                               int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-                              const Out &out) {
+                              const Norm &norm, const Out &out) {
   constexpr int kWarps = kThreads / 32;
   const int lane = laneId();
   for (int64_t n = n0 + warpId(); n < n1; n += kWarps) {
@@ -290,7 +300,7 @@ __device__ void linearGeneric(const TIn *x, const TW *w, int64_t M, int64_t K,
 #pragma unroll
         for (int j = 0; j < 8; ++j)
           if (m0 + j < M)
-            acc[j] += nv::ldF(x, (m0 + j) * K + k) * wv;
+            acc[j] += norm.value(x, (m0 + j) * K + k, k) * wv;
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j)
@@ -315,23 +325,14 @@ __device__ int64_t linearRingStagesFor(const TIn *x, const TW *w, int64_t M,
   return 0;
 }
 
-/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M, n in [n0, n1). preloaded:
-/// linearPreload ran with the same arguments since the last body.
-template <int kThreads, typename TIn, typename TW, typename Out>
-__device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
-                            int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-                            char *smem, bool preloaded, const Out &out) {
-  if (n0 >= n1 || M <= 0)
-    return;
+/// The register and plain paths over rows [0, M) of x.
+template <int kThreads, typename TIn, typename TW, typename Norm,
+          typename Out>
+__device__ void linearRows(const TIn *x, const TW *w, int64_t M, int64_t K,
+                           int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                           char *smem, const Norm &norm, const Out &out) {
   if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>) {
     if (K % 8 == 0 && nv::isAligned16(x) && nv::isAligned16(w)) {
-      const int64_t ringStages =
-          linearRingStagesFor<kThreads>(x, w, M, K, k0, k1);
-      if (ringStages > 0) {
-        linearRing<kThreads>(x, w, M, K, n0, n1, k0, k1, ringStages, smem,
-                             preloaded, out);
-        return;
-      }
       float *part = nv::dynamicSmemBytes() >= linearSmemBytes<kThreads>()
                         ? reinterpret_cast<float *>(smem)
                         : nullptr;
@@ -339,26 +340,59 @@ __device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
         switch (ceilDiv(imin(M - mBase, kLinRows), 8)) {
         case 1:
           linearMmaPass<kThreads, 1>(x, w, M, K, n0, n1, k0, k1, mBase, part,
-                                     out);
+                                     norm, out);
           break;
         case 2:
           linearMmaPass<kThreads, 2>(x, w, M, K, n0, n1, k0, k1, mBase, part,
-                                     out);
+                                     norm, out);
           break;
         case 3:
           linearMmaPass<kThreads, 3>(x, w, M, K, n0, n1, k0, k1, mBase, part,
-                                     out);
+                                     norm, out);
           break;
         default:
           linearMmaPass<kThreads, 4>(x, w, M, K, n0, n1, k0, k1, mBase, part,
-                                     out);
+                                     norm, out);
           break;
         }
       }
       return;
     }
   }
-  linearGeneric<kThreads>(x, w, M, K, n0, n1, k0, k1, out);
+  linearGeneric<kThreads>(x, w, M, K, n0, n1, k0, k1, norm, out);
+}
+
+/// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M, n in [n0, n1), x's rows
+/// through `norm` (LinearNorm.cuh). preloaded: linearPreload ran with the
+/// same arguments since the last body.
+template <int kThreads, typename TIn, typename TW, typename Norm,
+          typename Out>
+__device__ void linearBlock(const TIn *x, const TW *w, int64_t M, int64_t K,
+                            int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+                            char *smem, bool preloaded, Norm norm,
+                            const Out &out) {
+  if (n0 >= n1 || M <= 0)
+    return;
+  const int64_t ringStages = linearRingStagesFor<kThreads>(x, w, M, K, k0, k1);
+  if (ringStages > 0) {
+    if constexpr (std::is_same_v<TIn, TW> && kIs16Bit<TIn>)
+      linearRing<kThreads>(x, w, M, K, n0, n1, k0, k1, ringStages, smem,
+                           preloaded, norm, out);
+    return;
+  }
+  if constexpr (!Norm::kOn) {
+    linearRows<kThreads>(x, w, M, K, n0, n1, k0, k1, smem, norm, out);
+  } else {
+    // Blocks of rows, each block's sums of squares first.
+    for (int64_t mb = 0; mb < M; mb += kNormRows) {
+      const int64_t rows = imin(kNormRows, M - mb);
+      norm.template sumRows<kThreads>(x + mb * K, rows);
+      linearRows<kThreads>(x + mb * K, w, rows, K, n0, n1, k0, k1, smem, norm,
+                           [&](int64_t m, int64_t n, float v) {
+                             out(mb + m, n, norm.scale(int(m)) * v);
+                           });
+    }
+  }
 }
 
 /// Stores y = residual + v (residual optional, may alias y).
@@ -415,6 +449,21 @@ __device__ __noinline__ int32_t linearTile(const TIn *x, const TW *w,
                               int64_t M, int64_t K, int64_t N, int64_t n0,
                               int64_t n1, char *smem, bool preloaded = false) {
   detail::linearBlock<kThreads>(x, w, M, K, n0, n1, 0, K, smem, preloaded,
+                                detail::NoNorm{},
+                                detail::LinearStore<TOut>{residual, y, N});
+  return nv::kBodyOk;
+}
+
+/// linearTile of x's rows RMS-normalised with the scale `norm` [K] and eps
+/// (a loom.linear with `norm`): y = residual + rmsnorm(x) . w^T.
+template <int kThreads, typename TIn, typename TW, typename TOut>
+__device__ __noinline__ int32_t
+linearNormTile(const TIn *x, const detail::NoDeduceT<TIn> *norm, float eps,
+               const TW *w, const detail::NoDeduceT<TOut> *residual, TOut *y,
+               int64_t M, int64_t K, int64_t N, int64_t n0, int64_t n1,
+               char *smem, bool preloaded = false) {
+  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, 0, K, smem, preloaded,
+                                detail::RowNorm<TIn>(norm, eps, K),
                                 detail::LinearStore<TOut>{residual, y, N});
   return nv::kBodyOk;
 }
@@ -427,6 +476,21 @@ __device__ __noinline__ int32_t linearPartial(const TIn *x, const TW *w, float *
                                  int64_t n1, int64_t k0, int64_t k1,
                                  char *smem, bool preloaded = false) {
   detail::linearBlock<kThreads>(x, w, M, K, n0, n1, k0, k1, smem, preloaded,
+                                detail::NoNorm{},
+                                detail::PartialStore{partial, N});
+  return nv::kBodyOk;
+}
+
+/// linearPartial of the normalised rows (linearNormTile); each split's
+/// sums carry their row's 1/rms, taken over all of K.
+template <int kThreads, typename TIn, typename TW>
+__device__ __noinline__ int32_t
+linearNormPartial(const TIn *x, const detail::NoDeduceT<TIn> *norm, float eps,
+                  const TW *w, float *partial, int64_t M, int64_t K, int64_t N,
+                  int64_t n0, int64_t n1, int64_t k0, int64_t k1, char *smem,
+                  bool preloaded = false) {
+  detail::linearBlock<kThreads>(x, w, M, K, n0, n1, k0, k1, smem, preloaded,
+                                detail::RowNorm<TIn>(norm, eps, K),
                                 detail::PartialStore{partial, N});
   return nv::kBodyOk;
 }

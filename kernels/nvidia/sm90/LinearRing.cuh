@@ -27,6 +27,11 @@
 // buffer into which half the warps add theirs) and each output adds them
 // in a fixed order, so results do not depend on timing.
 //
+// With a norm (LinearNorm.cuh) each thread also loads the norm's scale at
+// its x chunks' k, and multiplies them only after it released the stage,
+// so the refill never waits for that; the first row group's x also gives
+// the rows' sums of squares.
+//
 // The first stages need nothing but the weights: a task that must wait for
 // its x issues them before waiting (linearRingStart, called through the
 // body's linearPreload by the engine), so its copies are in flight across
@@ -53,6 +58,7 @@
 
 #include "kernels/nvidia/BulkCopy.cuh"
 #include "kernels/nvidia/Numerics.cuh"
+#include "kernels/nvidia/sm90/LinearNorm.cuh"
 
 #include <cstdint>
 
@@ -272,11 +278,11 @@ __device__ void linearRingStart(const T *w, int64_t M, int64_t K, int64_t n0,
 }
 
 /// linearRing for one ring shape S.
-template <typename S, typename T, typename Out>
+template <typename S, typename T, typename Norm, typename Out>
 __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
                                  int64_t n0, int64_t n1, int64_t k0,
                                  int64_t k1, int64_t stages, char *smem,
-                                 bool started, const Out &out) {
+                                 bool started, Norm norm, const Out &out) {
   using Plan = RingPlan<S, T>;
   constexpr int kTiles = S::kTiles, kXTiles = S::kXTiles;
   const int warp = nv::warpId(), lane = nv::laneId(), g = lane >> 2,
@@ -292,6 +298,17 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
     plan.start(ring);
   else
     plan.issueRest(plan.preloaded());
+  // The rows' sums of squares: from the first row group's loads when it
+  // walks all of K, else read before the walk (the copies are in flight).
+  static_assert(S::kWarps <= kSumParts, "a part per warp");
+  const bool sumsInRing = Norm::kOn && k0 == 0 && k1 == K;
+  if constexpr (Norm::kOn) {
+    if (sumsInRing)
+      norm.parts = S::kWarps;
+    else
+      norm.template sumRows<S::kWarps * 32>(x, M);
+  }
+  float sumSq[kXTiles] = {};
 
   const uint4 zero = make_uint4(0, 0, 0, 0);
   float acc[kTiles][kXTiles][4] = {};
@@ -308,6 +325,8 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
     // k = 64 * slice + 16q + 8h of the stage.
     uint4 a[S::kSlicesPerWarp][kTiles][2][2],
         b[S::kSlicesPerWarp][kXTiles][2];
+    // The norm's scale at the same k as x (NoNorm: none).
+    uint4 gs[Norm::kOn ? S::kSlicesPerWarp : 1][2];
 #pragma unroll
     for (int i = 0; i < S::kSlicesPerWarp; ++i)
 #pragma unroll
@@ -331,6 +350,8 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
                             ? *reinterpret_cast<const uint4 *>(
                                   x + (8 * mt + g) * K + st.kA + k)
                             : zero;
+        if constexpr (Norm::kOn)
+          gs[i][h] = kOk && g < M ? norm.scaleAt(st.kA + k) : zero;
       }
     // Release the stage (each thread its own reads); thread 0 refills the
     // one before once all have.
@@ -339,6 +360,20 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
       const int32_t prev = slot == 0 ? ring - 1 : slot - 1;
       nv::mbarrierWait(empty + prev, plan.phase(prev, slot == 0 ? lap - 1 : lap));
       plan.issue(s - 1 + ring);
+    }
+    if constexpr (Norm::kOn) {
+      // x's rows normalised (and, over the first row group, their sums of
+      // squares), now that the stage is free again.
+#pragma unroll
+      for (int i = 0; i < S::kSlicesPerWarp; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int mt = 0; mt < kXTiles; ++mt) {
+            if (sumsInRing && group == 0)
+              sumSq[mt] += nv::sumSq8<T>(b[i][mt][h]);
+            b[i][mt][h] = norm.template apply<T>(b[i][mt][h], gs[i][h]);
+          }
     }
 
 #pragma unroll
@@ -363,6 +398,18 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
     // each output adds them in a fixed order.
     float *part = scratch + (S::kFold ? 0 : (group & 1) * S::kSlots *
                                                  S::kSlotFloats);
+    if constexpr (Norm::kOn) {
+      // Row 8mt + g's share of this warp, before the barrier below.
+      if (sumsInRing && group == 0)
+#pragma unroll
+        for (int mt = 0; mt < kXTiles; ++mt) {
+          float ss = sumSq[mt];
+          ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+          ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+          if (q == 0)
+            normSums()[warp * kNormRows + 8 * mt + g] = ss;
+        }
+    }
     ++group;
     const int round = warp / S::kSlots;
     float *slotOf = part + (warp % S::kSlots) * S::kSlotFloats;
@@ -393,7 +440,7 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
 #pragma unroll
       for (int wv = 0; wv < S::kSlots; ++wv)
         v += part[wv * S::kSlotFloats + row * S::kXRows + m];
-      out(m, st.rowA + row, v);
+      out(m, st.rowA + row, norm.scale(m) * v);
     }
     if (S::kFold) // one buffer: the next group's partials wait for the sums
       __syncthreads();
@@ -404,17 +451,18 @@ __device__ void linearRingShaped(const T *x, const T *w, int64_t M, int64_t K,
 }
 
 /// out(m, n, x[m, k0:k1] . w[n, k0:k1]) for m < M <= 32, n in [n0, n1),
-/// through a ring of `stages` stages (linearRingStages) in `smem`; started:
-/// linearRingStart ran with the same arguments since the last body. k0, k1
-/// and K multiples of 8; x and w 16-byte aligned, 16-bit elements.
-template <int kThreads, typename T, typename Out>
+/// x's rows through `norm` (LinearNorm.cuh), through a ring of `stages`
+/// stages (linearRingStages) in `smem`; started: linearRingStart ran with
+/// the same arguments since the last body. k0, k1 and K multiples of 8; x
+/// and w 16-byte aligned, 16-bit elements.
+template <int kThreads, typename T, typename Norm, typename Out>
 __device__ void linearRing(const T *x, const T *w, int64_t M, int64_t K,
                            int64_t n0, int64_t n1, int64_t k0, int64_t k1,
                            int64_t stages, char *smem, bool started,
-                           const Out &out) {
+                           const Norm &norm, const Out &out) {
   withRingShape<kThreads>(M, [&](auto shape) {
     linearRingShaped<decltype(shape)>(x, w, M, K, n0, n1, k0, k1, stages, smem,
-                                      started, out);
+                                      started, norm, out);
   });
 }
 

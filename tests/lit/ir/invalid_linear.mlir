@@ -131,3 +131,44 @@ loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<16x8xb
   // expected-error @+1 {{'loom.linear' op operand #2 must be memref of bfloat16 type or 16-bit float or 32-bit float values, but got 'memref<4x16xi32>'}}
   loom.linear ins(%x, %w : memref<4x8xbf16>, memref<16x8xbf16>) residual(%r : memref<4x16xi32>) outs(%y : memref<4x16xbf16>)
 }
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+// A norm needs its eps.
+loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<16x8xbf16>, weight %g : memref<8xbf16>, output %y : memref<4x16xbf16>) {
+  // expected-error @+1 {{'loom.linear' op 'norm' and 'norm_eps' must be given together}}
+  loom.linear ins(%x, %w : memref<4x8xbf16>, memref<16x8xbf16>) norm(%g : memref<8xbf16>) outs(%y : memref<4x16xbf16>)
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<16x8xbf16>, output %y : memref<4x16xbf16>) {
+  // expected-error @+1 {{'loom.linear' op 'norm' and 'norm_eps' must be given together}}
+  loom.linear ins(%x, %w : memref<4x8xbf16>, memref<16x8xbf16>) outs(%y : memref<4x16xbf16>) {norm_eps = 1.0e-05 : f32}
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<16x8xbf16>, weight %g : memref<16xbf16>, output %y : memref<4x16xbf16>) {
+  // expected-error @+1 {{'loom.linear' op 'norm' has 16 entries but 'x' has 8 input features}}
+  loom.linear ins(%x, %w : memref<4x8xbf16>, memref<16x8xbf16>) norm(%g : memref<16xbf16>) outs(%y : memref<4x16xbf16>) {norm_eps = 1.0e-05 : f32}
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<16x8xbf16>, weight %g : memref<8xf32>, output %y : memref<4x16xbf16>) {
+  // expected-error @+1 {{'loom.linear' op 'x' and 'norm' must have the same element type, got 'bf16' and 'f32'}}
+  loom.linear ins(%x, %w : memref<4x8xbf16>, memref<16x8xbf16>) norm(%g : memref<8xf32>) outs(%y : memref<4x16xbf16>) {norm_eps = 1.0e-05 : f32}
+}
+
+// -----
+
+#t = #loom.target<name = "h200", arch = "sm_90a", workers = 132, lanes = 32, smem_per_block = 232448, regs_per_worker = 65536, hbm_gbps = 4800, bf16_tflops = 989>
+loom.graph @g target(#t) (input %x : memref<4x8xbf16>, weight %w : memref<16x8xbf16>, weight %g : memref<8xbf16>, output %y : memref<4x16xbf16>) {
+  // expected-error @+1 {{'loom.linear' op 'norm_eps' must be positive, got 0}}
+  loom.linear ins(%x, %w : memref<4x8xbf16>, memref<16x8xbf16>) norm(%g : memref<8xbf16>) outs(%y : memref<4x16xbf16>) {norm_eps = 0.0 : f32}
+}
